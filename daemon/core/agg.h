@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * The aggregation core: jobs, slot pools with two shadow sets, contributor
+ * bitmaps, exactly-once accumulation, completion and replay. It knows
+ * nothing of DPDK, sockets or addresses: incad's lcores call it with decoded
+ * messages, tests and benchmarks link it directly.
+ *
+ * Concurrency: a job may be shared by several lcores as long as each slot is
+ * only ever touched by one of them (incad steers by slot index). Job
+ * creation and destruction are the control plane's, while no lcore uses the
+ * job.
+ */
+#ifndef INCA_AGG_H
+#define INCA_AGG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <inca/wire.h>
+
+/* Why the core refused a contribution. X(name, description). */
+#define AGG_DROP_REASONS(X) \
+	X(NOT_CONTRIB, "message is not a contribution") \
+	X(BAD_TOKEN, "job token does not match") \
+	X(NOT_MEMBER, "rank is not an admitted member of the job") \
+	X(BAD_SLOT, "slot beyond the job's pool") \
+	X(DTYPE, "data type not allowed for the job") \
+	X(OP, "operation not allowed for the job") \
+	X(TOO_LARGE, "more elements than the job's slots hold") \
+	X(MISMATCH, "dtype, op, count, offset or BFP differ within one use of a set") \
+	X(DUPLICATE, "contribution already counted, set still filling") \
+	X(STALE, "contribution for an older use of the set") \
+	X(CONFLICT, "contribution for a newer use while the set is still filling")
+
+enum agg_drop {
+#define AGG_X_(n, d) AGG_DROP_##n,
+	AGG_DROP_REASONS(AGG_X_)
+#undef AGG_X_
+	AGG_DROP_COUNT
+};
+
+const char *agg_drop_name(unsigned reason);
+const char *agg_drop_str(unsigned reason);
+
+enum agg_set_state {
+	AGG_SET_IDLE = 0,  /* never used since the job (re)started */
+	AGG_SET_FILLING,   /* some contributions counted, not all */
+	AGG_SET_COMPLETE,  /* result ready; kept for replays until reused */
+};
+
+/*
+ * One shadow set of a slot. Cache-line aligned so that slots owned by
+ * different lcores never share a line. acc points into the job's
+ * accumulator memory: max_elems 32-bit lanes in host order (int32_t for
+ * INT32, float for FP32, FP16 and BF16).
+ */
+struct agg_set {
+	uint32_t bitmap;    /* ranks counted in the current use */
+	uint16_t remaining; /* contributions still missing in FILLING */
+	uint8_t state;      /* enum agg_set_state */
+	uint8_t dtype;
+	uint8_t op;
+	uint8_t flags;      /* INCA_F_BFP | INCA_F_LAST of the first contribution */
+	int8_t exp;         /* max of the contributions' exponents */
+	uint8_t set;        /* 0 or 1: which shadow set this is */
+	uint16_t count;
+	uint16_t slot;
+	uint32_t seq;
+	uint32_t offset;
+	void *acc;
+} __attribute__((aligned(64)));
+
+struct agg_job_params {
+	uint16_t job;        /* 1..65535 */
+	uint32_t token;
+	uint16_t nworkers;   /* 1..INCA_MAX_WORKERS */
+	uint16_t pool_size;  /* slots, >= 1 */
+	uint16_t max_elems;  /* 32-bit lanes per set, 1..INCA_MAX_ELEMS */
+	uint16_t dtypes;     /* allowed data types, bit (1 << enum inca_dtype) */
+	uint16_t ops;        /* allowed operations, bit (1 << enum inca_op) */
+	bool seq_check;      /* reject stale and conflicting seq (software) */
+};
+
+struct agg_job {
+	struct agg_job_params p;
+	uint32_t members;     /* admitted ranks; contributions from others drop */
+	uint32_t full_mask;   /* (1 << nworkers) - 1 */
+	struct agg_set *sets; /* pool_size * 2: slot i's sets at 2i and 2i+1 */
+	void *acc_mem;        /* one allocation for every set's accumulator */
+};
+
+enum agg_verdict {
+	AGG_PENDING,  /* counted; the set waits for more contributions */
+	AGG_COMPLETE, /* counted and the set completed: send the result to all */
+	AGG_REPLAY,   /* already counted and complete: send the result to the sender */
+	AGG_DROP,     /* refused; see the reason */
+};
+
+struct agg_out {
+	enum agg_verdict verdict;
+	enum agg_drop reason;   /* AGG_DROP only */
+	struct agg_set *set;    /* COMPLETE and REPLAY: the set to answer from */
+};
+
+/* Bytes of memory a job with these parameters takes. */
+size_t agg_job_footprint(const struct agg_job_params *p);
+
+/*
+ * Create a job with every set IDLE and no member admitted. Returns NULL and
+ * sets errno (EINVAL for parameters out of range, ENOMEM).
+ */
+struct agg_job *agg_job_create(const struct agg_job_params *p);
+/* Free a job; NULL is fine. */
+void agg_job_destroy(struct agg_job *j);
+/* Return every set to IDLE (after a member left or was evicted). */
+void agg_job_reset(struct agg_job *j);
+/* Admit exactly the ranks in @mask (bits beyond nworkers are ignored). */
+void agg_job_set_members(struct agg_job *j, uint32_t mask);
+/* Number of slots with a set in FILLING. Racy but safe from any thread. */
+unsigned agg_job_busy_slots(const struct agg_job *j);
+
+/*
+ * Count one contribution. @m is a message that inca_msg_decode() accepted,
+ * for this job (m->job == j->p.job). The state machine is
+ * docs/protocol.md's "Slots and shadow sets". Never allocates or blocks.
+ */
+enum agg_verdict agg_contribute(struct agg_job *j, const struct inca_msg *m,
+				struct agg_out *out);
+
+/*
+ * Length of the RESULT message of set @s (header + body).
+ */
+size_t agg_result_len(const struct agg_set *s);
+
+/*
+ * Write the RESULT message of the COMPLETE set @s into @buf (at least
+ * agg_result_len(s) bytes): header with rank @dst_rank, INCA_F_RETX when
+ * @replay, then the body in wire format (rounded to fp16/bf16 as the
+ * protocol says). Returns the length written.
+ */
+size_t agg_result_write(const struct agg_job *j, const struct agg_set *s, uint16_t dst_rank,
+			bool replay, void *buf);
+
+/* Rewrite the rank field of a RESULT already written by agg_result_write(). */
+void agg_result_set_rank(void *msg, uint16_t rank);
+
+#endif /* INCA_AGG_H */
