@@ -123,7 +123,9 @@ enum inca_op {
 	X(UNSUPPORTED_OP, 10, "operation not supported") \
 	X(TOO_LARGE, 11, "payload larger than negotiated") \
 	X(SHUTTING_DOWN, 12, "aggregator is shutting down") \
-	X(EVICTED, 13, "member was evicted (silent too long)")
+	X(EVICTED, 13, "member was evicted (silent too long)") \
+	X(MEMBER_LOST, 14, "the job lost a member; rejoin before contributing") \
+	X(RATE_LIMITED, 15, "too many control messages from this source")
 
 enum inca_nack_reason {
 	INCA_NACK_NONE = 0,
