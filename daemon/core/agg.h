@@ -22,6 +22,8 @@
 
 #include <inca/wire.h>
 
+#include "kernels.h"
+
 /* Why the core refused a contribution. X(name, description). */
 #define AGG_DROP_REASONS(X) \
 	X(NOT_CONTRIB, "message is not a contribution") \
@@ -34,7 +36,8 @@
 	X(MISMATCH, "dtype, op, count, offset or BFP differ within one use of a set") \
 	X(DUPLICATE, "contribution already counted, set still filling") \
 	X(STALE, "contribution for an older use of the set") \
-	X(CONFLICT, "contribution for a newer use while the set is still filling")
+	X(CONFLICT, "contribution for a newer use while the set is still filling") \
+	X(MALFORMED, "element count zero or body shorter than the count says")
 
 enum agg_drop {
 #define AGG_X_(n, d) AGG_DROP_##n,
@@ -91,6 +94,13 @@ struct agg_job {
 	uint32_t full_mask;   /* (1 << nworkers) - 1 */
 	struct agg_set *sets; /* pool_size * 2: slot i's sets at 2i and 2i+1 */
 	void *acc_mem;        /* one allocation for every set's accumulator */
+	/*
+	 * Kernels chosen when the job was created, so that the hot path
+	 * makes no lookups. Indexed by enum inca_dtype and enum inca_op.
+	 */
+	agg_init_fn *init[INCA_DTYPE_COUNT];
+	agg_combine_fn *combine[INCA_DTYPE_COUNT][INCA_OP_COUNT];
+	agg_export_fn *export[INCA_DTYPE_COUNT];
 };
 
 enum agg_verdict {
@@ -106,12 +116,17 @@ struct agg_out {
 	struct agg_set *set;    /* COMPLETE and REPLAY: the set to answer from */
 };
 
-/* Bytes of memory a job with these parameters takes. */
+/*
+ * Bytes of memory a job with these parameters takes (the job, its sets and
+ * its accumulators, each set's rounded up to 64 bytes); 0 for parameters
+ * agg_job_create() refuses.
+ */
 size_t agg_job_footprint(const struct agg_job_params *p);
 
 /*
  * Create a job with every set IDLE and no member admitted. Returns NULL and
- * sets errno (EINVAL for parameters out of range, ENOMEM).
+ * sets errno (EINVAL for parameters out of range, ENOMEM). The job keeps
+ * the kernels agg_kernels_init() chose at this moment.
  */
 struct agg_job *agg_job_create(const struct agg_job_params *p);
 /* Free a job; NULL is fine. */
@@ -127,6 +142,19 @@ unsigned agg_job_busy_slots(const struct agg_job *j);
  * Count one contribution. @m is a message that inca_msg_decode() accepted,
  * for this job (m->job == j->p.job). The state machine is
  * docs/protocol.md's "Slots and shadow sets". Never allocates or blocks.
+ *
+ * Job checks come first, in this order, each its own drop reason: type
+ * CONTRIB, token, rank admitted (members) and < nworkers, slot < pool_size,
+ * dtype and op allowed, count <= max_elems, count and body length
+ * consistent (MALFORMED: decode already guarantees it), BFP only on INT32
+ * (DTYPE). Without seq_check (the Tofino subset) seq is never compared: a
+ * COMPLETE set answers a set bit with a replay and a clear bit with a new
+ * use. The MISMATCH check is made in both modes. Rule 6 leaves a FILLING
+ * other set's bitmap alone (only a worker with window > pool can get
+ * there), so that nothing is ever counted twice whatever the input.
+ *
+ * @out (not NULL) receives the verdict, the drop reason and, except for
+ * drops, the set. Returns the verdict.
  */
 enum agg_verdict agg_contribute(struct agg_job *j, const struct inca_msg *m,
 				struct agg_out *out);

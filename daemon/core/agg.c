@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * The aggregation core: the exactly-once state machine of
+ * docs/protocol.md's "Slots and shadow sets" on top of the kernels.
+ *
+ * Memory: a job is three allocations made once at creation, the job itself,
+ * the sets (64-byte aligned, two per slot) and the accumulators (64-byte
+ * aligned, one stride per set). Nothing is allocated afterwards, so
+ * agg_contribute() costs a few compares, one kernel call and no syscalls.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <inca/wire.h>
+
+#include "agg.h"
+#include "kernels.h"
+
+#define AGG_ALIGN 64
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Flags of the first contribution that a use of a set keeps. */
+#define AGG_KEPT_FLAGS (INCA_F_BFP | INCA_F_LAST)
+
+static const char *const drop_names[] = {
+#define AGG_X_(n, d) #n,
+	AGG_DROP_REASONS(AGG_X_)
+#undef AGG_X_
+};
+
+static const char *const drop_strs[] = {
+#define AGG_X_(n, d) d,
+	AGG_DROP_REASONS(AGG_X_)
+#undef AGG_X_
+};
+
+const char *
+agg_drop_name(unsigned reason)
+{
+	return reason < AGG_DROP_COUNT ? drop_names[reason] : "?";
+}
+
+const char *
+agg_drop_str(unsigned reason)
+{
+	return reason < AGG_DROP_COUNT ? drop_strs[reason] : "unknown reason";
+}
+
+/*
+ * Bytes between two sets' accumulators: rounded up to a cache line so that
+ * slots owned by different lcores never share one.
+ */
+static size_t
+acc_stride(const struct agg_job_params *p)
+{
+	size_t b = (size_t)p->max_elems * sizeof(uint32_t);
+
+	return (b + AGG_ALIGN - 1) & ~(size_t)(AGG_ALIGN - 1);
+}
+
+static bool
+params_valid(const struct agg_job_params *p)
+{
+	const uint16_t all_dtypes = (1u << INCA_DTYPE_COUNT) - 1;
+	const uint16_t all_ops = (1u << INCA_OP_COUNT) - 1;
+
+	if (p == NULL)
+		return false;
+	if (p->job == 0)
+		return false;
+	if (p->nworkers == 0 || p->nworkers > INCA_MAX_WORKERS)
+		return false;
+	if (p->pool_size == 0)
+		return false;
+	if (p->max_elems == 0 || p->max_elems > INCA_MAX_ELEMS)
+		return false;
+	if (p->dtypes == 0 || (p->dtypes & ~all_dtypes) != 0)
+		return false;
+	if (p->ops == 0 || (p->ops & ~all_ops) != 0)
+		return false;
+	return true;
+}
+
+size_t
+agg_job_footprint(const struct agg_job_params *p)
+{
+	size_t nsets;
+
+	if (!params_valid(p))
+		return 0;
+	nsets = (size_t)p->pool_size * 2;
+	return sizeof(struct agg_job) + nsets * sizeof(struct agg_set) +
+	       nsets * acc_stride(p);
+}
+
+static void
+set_clear(struct agg_set *s)
+{
+	s->bitmap = 0;
+	s->remaining = 0;
+	s->dtype = 0;
+	s->op = 0;
+	s->flags = 0;
+	s->exp = 0;
+	s->count = 0;
+	s->seq = 0;
+	s->offset = 0;
+	/* Readers of the state may be on other threads (busy_slots). */
+	__atomic_store_n(&s->state, AGG_SET_IDLE, __ATOMIC_RELAXED);
+}
+
+struct agg_job *
+agg_job_create(const struct agg_job_params *p)
+{
+	struct agg_job *j;
+	size_t nsets, stride, i;
+	void *mem;
+	int rc;
+
+	if (!params_valid(p)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	agg_kernels_init();
+
+	j = calloc(1, sizeof(*j));
+	if (j == NULL)
+		goto fail;
+	j->p = *p;
+	j->members = 0;
+	j->full_mask = p->nworkers == 32 ? UINT32_MAX : (UINT32_C(1) << p->nworkers) - 1;
+
+	nsets = (size_t)p->pool_size * 2;
+	stride = acc_stride(p);
+	rc = posix_memalign(&mem, AGG_ALIGN, nsets * sizeof(struct agg_set));
+	if (rc != 0)
+		goto fail_job;
+	j->sets = mem;
+	rc = posix_memalign(&mem, AGG_ALIGN, nsets * stride);
+	if (rc != 0)
+		goto fail_sets;
+	j->acc_mem = mem;
+	/* Untouched accumulators would only ever be read after a write. */
+	memset(j->acc_mem, 0, nsets * stride);
+
+	for (i = 0; i < nsets; i++) {
+		struct agg_set *s = &j->sets[i];
+
+		memset(s, 0, sizeof(*s));
+		set_clear(s);
+		s->slot = (uint16_t)(i / 2);
+		s->set = (uint8_t)(i & 1);
+		s->acc = (uint8_t *)j->acc_mem + i * stride;
+	}
+
+	for (i = 0; i < INCA_DTYPE_COUNT; i++) {
+		unsigned op;
+
+		j->init[i] = agg_kernel_init(i);
+		j->export[i] = agg_kernel_export(i);
+		if (j->init[i] == NULL || j->export[i] == NULL)
+			goto fail_kernels;
+		for (op = 0; op < INCA_OP_COUNT; op++) {
+			j->combine[i][op] = agg_kernel_combine(i, op);
+			if (j->combine[i][op] == NULL)
+				goto fail_kernels;
+		}
+	}
+	return j;
+
+fail_kernels:
+	/* The kernels library lacks a dtype/op the wire format defines. */
+	free(j->acc_mem);
+	free(j->sets);
+	free(j);
+	errno = ENOSYS;
+	return NULL;
+fail_sets:
+	free(j->sets);
+fail_job:
+	free(j);
+fail:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void
+agg_job_destroy(struct agg_job *j)
+{
+	if (j == NULL)
+		return;
+	free(j->acc_mem);
+	free(j->sets);
+	free(j);
+}
+
+void
+agg_job_reset(struct agg_job *j)
+{
+	size_t i, nsets = (size_t)j->p.pool_size * 2;
+
+	for (i = 0; i < nsets; i++)
+		set_clear(&j->sets[i]);
+}
+
+void
+agg_job_set_members(struct agg_job *j, uint32_t mask)
+{
+	j->members = mask & j->full_mask;
+}
+
+unsigned
+agg_job_busy_slots(const struct agg_job *j)
+{
+	unsigned slot, n = 0;
+
+	for (slot = 0; slot < j->p.pool_size; slot++) {
+		const struct agg_set *s = &j->sets[2 * slot];
+
+		if (__atomic_load_n(&s[0].state, __ATOMIC_RELAXED) == AGG_SET_FILLING ||
+		    __atomic_load_n(&s[1].state, __ATOMIC_RELAXED) == AGG_SET_FILLING)
+			n++;
+	}
+	return n;
+}
+
+static inline enum agg_verdict
+drop(struct agg_out *out, enum agg_drop reason)
+{
+	out->verdict = AGG_DROP;
+	out->reason = reason;
+	out->set = NULL;
+	return AGG_DROP;
+}
+
+static inline enum agg_verdict
+verdict(struct agg_out *out, enum agg_verdict v, struct agg_set *s)
+{
+	out->verdict = v;
+	out->reason = 0;
+	out->set = s;
+	return v;
+}
+
+/* RFC 1982 serial number order on 32 bits: is @a before @b? */
+static inline bool
+seq_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+/*
+ * Rule 6: counting @bit in a set clears it in the other set @o, so that a
+ * later copy of @o's contribution from this rank is told from a
+ * retransmission. A FILLING @o is left alone: its bitmap is what guards
+ * its remaining count, and a correct worker (window <= pool) never has
+ * both sets of a slot in flight, so only a misbehaving one could get
+ * there, and it must not be able to have a contribution counted twice.
+ */
+static inline void
+clear_other(struct agg_set *o, uint32_t bit)
+{
+	if (o->state != AGG_SET_FILLING)
+		o->bitmap &= ~bit;
+}
+
+/* Rules 1 and 5: the first contribution of a new use of @s. */
+static inline enum agg_verdict
+start_use(struct agg_job *j, struct agg_set *s, struct agg_set *o, const struct inca_msg *m,
+	  uint32_t bit, struct agg_out *out)
+{
+	j->init[m->dtype](s->acc, m->body, m->count);
+	s->bitmap = bit;
+	s->seq = m->seq;
+	s->dtype = m->dtype;
+	s->op = m->op;
+	s->count = m->count;
+	s->offset = m->offset;
+	s->flags = m->flags & AGG_KEPT_FLAGS;
+	s->exp = m->exp;
+	s->remaining = j->p.nworkers - 1;
+	clear_other(o, bit);
+	if (s->remaining == 0) {
+		__atomic_store_n(&s->state, AGG_SET_COMPLETE, __ATOMIC_RELAXED);
+		return verdict(out, AGG_COMPLETE, s);
+	}
+	__atomic_store_n(&s->state, AGG_SET_FILLING, __ATOMIC_RELAXED);
+	return verdict(out, AGG_PENDING, s);
+}
+
+static inline bool
+same_use(const struct agg_set *s, const struct inca_msg *m)
+{
+	return s->dtype == m->dtype && s->op == m->op && s->count == m->count &&
+	       s->offset == m->offset && (s->flags & INCA_F_BFP) == (m->flags & INCA_F_BFP);
+}
+
+enum agg_verdict
+agg_contribute(struct agg_job *j, const struct inca_msg *m, struct agg_out *out)
+{
+	const struct agg_job_params *p = &j->p;
+	struct agg_set *s, *o;
+	unsigned setno;
+	uint32_t bit;
+
+	/* Job checks, in the order docs/protocol.md lists them. */
+	if (unlikely(m->type != INCA_MSG_CONTRIB))
+		return drop(out, AGG_DROP_NOT_CONTRIB);
+	if (unlikely(m->token != p->token))
+		return drop(out, AGG_DROP_BAD_TOKEN);
+	if (unlikely(m->rank >= p->nworkers))
+		return drop(out, AGG_DROP_NOT_MEMBER);
+	bit = UINT32_C(1) << m->rank;
+	if (unlikely(!(j->members & bit)))
+		return drop(out, AGG_DROP_NOT_MEMBER);
+	if (unlikely(m->slot >= p->pool_size))
+		return drop(out, AGG_DROP_BAD_SLOT);
+	if (unlikely(m->dtype >= INCA_DTYPE_COUNT || !(p->dtypes & (1u << m->dtype))))
+		return drop(out, AGG_DROP_DTYPE);
+	if (unlikely(m->op >= INCA_OP_COUNT || !(p->ops & (1u << m->op))))
+		return drop(out, AGG_DROP_OP);
+	if (unlikely(m->count > p->max_elems))
+		return drop(out, AGG_DROP_TOO_LARGE);
+	/*
+	 * inca_msg_decode() rules these out; checked again because the
+	 * kernels would otherwise read beyond the body.
+	 */
+	if (unlikely(m->count == 0 || m->body == NULL ||
+		     m->body_len < (size_t)m->count * inca_dtype_size(m->dtype)))
+		return drop(out, AGG_DROP_MALFORMED);
+	if (unlikely((m->flags & INCA_F_BFP) && m->dtype != INCA_DTYPE_INT32))
+		return drop(out, AGG_DROP_DTYPE);
+
+	setno = m->flags & INCA_F_SET;
+	s = &j->sets[2 * (size_t)m->slot + setno];
+	o = &j->sets[2 * (size_t)m->slot + (setno ^ 1)];
+
+	switch (s->state) {
+	case AGG_SET_FILLING:
+		/* Rule 3 (software only). */
+		if (p->seq_check && m->seq != s->seq)
+			return drop(out, seq_before(m->seq, s->seq) ? AGG_DROP_STALE :
+				    AGG_DROP_CONFLICT);
+		/* Rule 2. */
+		if (unlikely(!same_use(s, m)))
+			return drop(out, AGG_DROP_MISMATCH);
+		if (s->bitmap & bit)
+			return drop(out, AGG_DROP_DUPLICATE);
+		j->combine[s->dtype][s->op](s->acc, m->body, s->count);
+		s->bitmap |= bit;
+		if (m->exp > s->exp)
+			s->exp = m->exp;
+		clear_other(o, bit);
+		if (--s->remaining == 0) {
+			__atomic_store_n(&s->state, AGG_SET_COMPLETE, __ATOMIC_RELAXED);
+			return verdict(out, AGG_COMPLETE, s);
+		}
+		return verdict(out, AGG_PENDING, s);
+	case AGG_SET_COMPLETE:
+		if (p->seq_check && m->seq != s->seq) {
+			/* Rule 5. */
+			if (seq_before(m->seq, s->seq))
+				return drop(out, AGG_DROP_STALE);
+			return start_use(j, s, o, m, bit, out);
+		}
+		/*
+		 * Rule 4: the seq is the set's (or not compared, as on a
+		 * Tofino). A set bit means the sender lost the result; a
+		 * clear one means it counted this rank in the other set
+		 * since: with seq_check that is a late copy, without it
+		 * the only thing a Tofino can assume is a new use.
+		 */
+		if (s->bitmap & bit)
+			return verdict(out, AGG_REPLAY, s);
+		if (p->seq_check)
+			return drop(out, AGG_DROP_STALE);
+		return start_use(j, s, o, m, bit, out);
+	default:
+		/* Rule 1. */
+		return start_use(j, s, o, m, bit, out);
+	}
+}
+
+size_t
+agg_result_len(const struct agg_set *s)
+{
+	return INCA_HDR_LEN + (size_t)s->count * inca_dtype_size(s->dtype);
+}
+
+size_t
+agg_result_write(const struct agg_job *j, const struct agg_set *s, uint16_t dst_rank,
+		 bool replay, void *buf)
+{
+	struct inca_msg m = {
+		.version = INCA_PROTO_VERSION,
+		.type = INCA_MSG_RESULT,
+		.dtype = s->dtype,
+		.op = s->op,
+		.job = j->p.job,
+		.rank = dst_rank,
+		.token = j->p.token,
+		.slot = s->slot,
+		.flags = (uint8_t)(s->set | (s->flags & AGG_KEPT_FLAGS) |
+				   (replay ? INCA_F_RETX : 0)),
+		.exp = s->exp,
+		.seq = s->seq,
+		.offset = s->offset,
+		.count = s->count,
+		.reason = 0,
+		.bitmap = s->bitmap,
+	};
+
+	inca_hdr_encode(&m, buf);
+	j->export[s->dtype]((uint8_t *)buf + INCA_HDR_LEN, s->acc, s->count);
+	return agg_result_len(s);
+}
+
+void
+agg_result_set_rank(void *msg, uint16_t rank)
+{
+	uint8_t *p = (uint8_t *)msg + offsetof(struct inca_hdr, rank);
+
+	p[0] = (uint8_t)(rank >> 8);
+	p[1] = (uint8_t)rank;
+}
