@@ -182,7 +182,7 @@ struct inca_ctrl {
 	uint32_t hb_ms;      /**< heartbeat interval the aggregator expects */
 	uint32_t evict_ms;   /**< silence after which a member is evicted */
 	uint32_t pool_base;  /**< ACK: first slot of the job (informational) */
-	uint32_t reserved[2]; /**< zero */
+	uint32_t reserved;   /**< zero */
 };
 
 /* The layout is the specification: these must not move. */
@@ -198,8 +198,9 @@ _Static_assert(offsetof(struct inca_hdr, count) == 24, "inca_hdr.count");
 _Static_assert(offsetof(struct inca_hdr, reason) == 26, "inca_hdr.reason");
 _Static_assert(offsetof(struct inca_hdr, bitmap) == 28, "inca_hdr.bitmap");
 _Static_assert(sizeof(struct inca_ctrl) == INCA_CTRL_LEN, "inca_ctrl size");
-_Static_assert(offsetof(struct inca_ctrl, hb_ms) == 12, "inca_ctrl.hb_ms");
-_Static_assert(offsetof(struct inca_ctrl, pool_base) == 20, "inca_ctrl.pool_base");
+_Static_assert(offsetof(struct inca_ctrl, hb_ms) == 16, "inca_ctrl.hb_ms");
+_Static_assert(offsetof(struct inca_ctrl, pool_base) == 24, "inca_ctrl.pool_base");
+_Static_assert(offsetof(struct inca_ctrl, reserved) == 28, "inca_ctrl.reserved");
 
 /**
  * Why a message or frame was rejected: one distinct reason for every
