@@ -257,29 +257,121 @@ struct reject_case {
 };
 
 /* Message breakers. */
-static void b_short31(uint8_t *b, size_t *l) { (void)b; *l = INCA_HDR_LEN - 1; }
-static void b_short0(uint8_t *b, size_t *l) { (void)b; *l = 0; }
-static void b_ver0(uint8_t *b, size_t *l) { (void)l; b[HO(version)] = 0; }
-static void b_ver2(uint8_t *b, size_t *l) { (void)l; b[HO(version)] = 2; }
-static void b_type0(uint8_t *b, size_t *l) { (void)l; b[HO(type)] = 0; }
-static void b_type12(uint8_t *b, size_t *l) { (void)l; b[HO(type)] = INCA_MSG_MAX_; }
-static void b_type255(uint8_t *b, size_t *l) { (void)l; b[HO(type)] = 255; }
-static void b_dtype4(uint8_t *b, size_t *l) { (void)l; b[HO(dtype)] = INCA_DTYPE_COUNT; }
-static void b_dtype255(uint8_t *b, size_t *l) { (void)l; b[HO(dtype)] = 255; }
-static void b_op3(uint8_t *b, size_t *l) { (void)l; b[HO(op)] = INCA_OP_COUNT; }
-static void b_flags10(uint8_t *b, size_t *l) { (void)l; b[HO(flags)] |= 0x10; }
-static void b_flags80(uint8_t *b, size_t *l) { (void)l; b[HO(flags)] |= 0x80; }
-static void b_rank32(uint8_t *b, size_t *l) { (void)l; wr16(b + HO(rank), INCA_MAX_WORKERS); }
-static void b_rankff(uint8_t *b, size_t *l) { (void)l; wr16(b + HO(rank), 0xffff); }
-static void b_job0(uint8_t *b, size_t *l) { (void)l; wr16(b + HO(job), 0); }
-static void b_count0(uint8_t *b, size_t *l)
+static void
+b_short31(uint8_t *b, size_t *l)
+{
+	(void)b;
+	*l = INCA_HDR_LEN - 1;
+}
+
+static void
+b_short0(uint8_t *b, size_t *l)
+{
+	(void)b;
+	*l = 0;
+}
+
+static void
+b_ver0(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(version)] = 0;
+}
+
+static void
+b_ver2(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(version)] = 2;
+}
+
+static void
+b_type0(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(type)] = 0;
+}
+
+static void
+b_type12(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(type)] = INCA_MSG_MAX_;
+}
+
+static void
+b_type255(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(type)] = 255;
+}
+
+static void
+b_dtype4(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(dtype)] = INCA_DTYPE_COUNT;
+}
+
+static void
+b_dtype255(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(dtype)] = 255;
+}
+
+static void
+b_op3(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(op)] = INCA_OP_COUNT;
+}
+
+static void
+b_flags10(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(flags)] |= 0x10;
+}
+
+static void
+b_flags80(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(flags)] |= 0x80;
+}
+
+static void
+b_rank32(uint8_t *b, size_t *l)
+{
+	(void)l;
+	wr16(b + HO(rank), INCA_MAX_WORKERS);
+}
+
+static void
+b_rankff(uint8_t *b, size_t *l)
+{
+	(void)l;
+	wr16(b + HO(rank), 0xffff);
+}
+
+static void
+b_job0(uint8_t *b, size_t *l)
+{
+	(void)l;
+	wr16(b + HO(job), 0);
+}
+
+static void
+b_count0(uint8_t *b, size_t *l)
 {
 	wr16(b + HO(count), 0);
 	*l = INCA_HDR_LEN;
 }
 
 /* A count whose body would exceed INCA_MAX_PAYLOAD_BYTES, body present. */
-static void b_count_bytes(uint8_t *b, size_t *l)
+static void
+b_count_bytes(uint8_t *b, size_t *l)
 {
 	unsigned int n = INCA_MAX_PAYLOAD_BYTES / 4 + 1;
 
@@ -289,52 +381,182 @@ static void b_count_bytes(uint8_t *b, size_t *l)
 }
 
 /* With max_elems = 64 in the case: 65 elements, body present. */
-static void b_count65(uint8_t *b, size_t *l)
+static void
+b_count65(uint8_t *b, size_t *l)
 {
 	wr16(b + HO(count), 65);
 	memset(b + INCA_HDR_LEN, 0, 65 * 4);
 	*l = INCA_HDR_LEN + 65 * 4;
 }
 
-static void b_count_ctrl(uint8_t *b, size_t *l) { (void)l; wr16(b + HO(count), 1); }
-static void b_len_minus1(uint8_t *b, size_t *l) { (void)b; *l -= 1; }
-static void b_len_plus4(uint8_t *b, size_t *l) { memset(b + *l, 0, 4); *l += 4; }
-static void b_len_fp16(uint8_t *b, size_t *l)
+static void
+b_count_ctrl(uint8_t *b, size_t *l)
+{
+	(void)l;
+	wr16(b + HO(count), 1);
+}
+
+static void
+b_len_minus1(uint8_t *b, size_t *l)
+{
+	(void)b;
+	*l -= 1;
+}
+
+static void
+b_len_plus4(uint8_t *b, size_t *l)
+{
+	memset(b + *l, 0, 4);
+	*l += 4;
+}
+
+static void
+b_len_fp16(uint8_t *b, size_t *l)
 {
 	/* BASE_COUNT elements of 4 bytes labelled as 2-byte fp16. */
 	(void)l;
 	b[HO(dtype)] = INCA_DTYPE_FP16;
 }
 
-static void b_len_hdr_only(uint8_t *b, size_t *l) { (void)b; *l = INCA_HDR_LEN; }
-static void b_ctrl_31(uint8_t *b, size_t *l) { (void)b; *l = INCA_HDR_LEN + 31; }
-static void b_ctrl_33(uint8_t *b, size_t *l) { b[*l] = 0; *l += 1; }
-static void b_ctrl_16(uint8_t *b, size_t *l) { (void)b; *l = INCA_HDR_LEN + 16; }
-static void b_reason1(uint8_t *b, size_t *l) { (void)l; wr16(b + HO(reason), 1); }
-static void b_reason0(uint8_t *b, size_t *l) { (void)l; wr16(b + HO(reason), 0); }
-static void b_reason_max(uint8_t *b, size_t *l) { (void)l; wr16(b + HO(reason), INCA_NACK_MAX_); }
+static void
+b_len_hdr_only(uint8_t *b, size_t *l)
+{
+	(void)b;
+	*l = INCA_HDR_LEN;
+}
 
-static void e_ver(struct inca_ctrl_info *c) { c->ver_min = 2; c->ver_max = 1; }
-static void e_nw0(struct inca_ctrl_info *c) { c->nworkers = 0; }
-static void e_nw33(struct inca_ctrl_info *c) { c->nworkers = INCA_MAX_WORKERS + 1; }
-static void e_window(struct inca_ctrl_info *c) { c->pool_size = 8; c->window = 9; }
-static void e_caps(struct inca_ctrl_info *c) { c->caps = INCA_CAP_MASK + 1; }
-static void e_maxel(struct inca_ctrl_info *c) { c->max_elems = INCA_MAX_ELEMS + 1; }
-static void b_cf_ver(uint8_t *b, size_t *l) { (void)l; set_ctrl_field(b, e_ver); }
-static void b_cf_nw0(uint8_t *b, size_t *l) { (void)l; set_ctrl_field(b, e_nw0); }
-static void b_cf_nw33(uint8_t *b, size_t *l) { (void)l; set_ctrl_field(b, e_nw33); }
-static void b_cf_window(uint8_t *b, size_t *l) { (void)l; set_ctrl_field(b, e_window); }
-static void b_cf_caps(uint8_t *b, size_t *l) { (void)l; set_ctrl_field(b, e_caps); }
-static void b_cf_maxel(uint8_t *b, size_t *l) { (void)l; set_ctrl_field(b, e_maxel); }
+static void
+b_ctrl_31(uint8_t *b, size_t *l)
+{
+	(void)b;
+	*l = INCA_HDR_LEN + 31;
+}
 
-static void b_bfp_fp32(uint8_t *b, size_t *l)
+static void
+b_ctrl_33(uint8_t *b, size_t *l)
+{
+	b[*l] = 0;
+	*l += 1;
+}
+
+static void
+b_ctrl_16(uint8_t *b, size_t *l)
+{
+	(void)b;
+	*l = INCA_HDR_LEN + 16;
+}
+
+static void
+b_reason1(uint8_t *b, size_t *l)
+{
+	(void)l;
+	wr16(b + HO(reason), 1);
+}
+
+static void
+b_reason0(uint8_t *b, size_t *l)
+{
+	(void)l;
+	wr16(b + HO(reason), 0);
+}
+
+static void
+b_reason_max(uint8_t *b, size_t *l)
+{
+	(void)l;
+	wr16(b + HO(reason), INCA_NACK_MAX_);
+}
+
+static void
+e_ver(struct inca_ctrl_info *c)
+{
+	c->ver_min = 2;
+	c->ver_max = 1;
+}
+
+static void
+e_nw0(struct inca_ctrl_info *c)
+{
+	c->nworkers = 0;
+}
+
+static void
+e_nw33(struct inca_ctrl_info *c)
+{
+	c->nworkers = INCA_MAX_WORKERS + 1;
+}
+
+static void
+e_window(struct inca_ctrl_info *c)
+{
+	c->pool_size = 8;
+	c->window = 9;
+}
+
+static void
+e_caps(struct inca_ctrl_info *c)
+{
+	c->caps = INCA_CAP_MASK + 1;
+}
+
+static void
+e_maxel(struct inca_ctrl_info *c)
+{
+	c->max_elems = INCA_MAX_ELEMS + 1;
+}
+
+static void
+b_cf_ver(uint8_t *b, size_t *l)
+{
+	(void)l;
+	set_ctrl_field(b, e_ver);
+}
+
+static void
+b_cf_nw0(uint8_t *b, size_t *l)
+{
+	(void)l;
+	set_ctrl_field(b, e_nw0);
+}
+
+static void
+b_cf_nw33(uint8_t *b, size_t *l)
+{
+	(void)l;
+	set_ctrl_field(b, e_nw33);
+}
+
+static void
+b_cf_window(uint8_t *b, size_t *l)
+{
+	(void)l;
+	set_ctrl_field(b, e_window);
+}
+
+static void
+b_cf_caps(uint8_t *b, size_t *l)
+{
+	(void)l;
+	set_ctrl_field(b, e_caps);
+}
+
+static void
+b_cf_maxel(uint8_t *b, size_t *l)
+{
+	(void)l;
+	set_ctrl_field(b, e_maxel);
+}
+
+static void
+b_bfp_fp32(uint8_t *b, size_t *l)
 {
 	(void)l;
 	b[HO(dtype)] = INCA_DTYPE_FP32;
 	b[HO(flags)] |= INCA_F_BFP;
 }
 
-static void b_bfp_fp16(uint8_t *b, size_t *l)
+static void
+b_bfp_fp16(uint8_t *b, size_t *l)
 {
 	b[HO(dtype)] = INCA_DTYPE_FP16;
 	b[HO(flags)] |= INCA_F_BFP;
@@ -342,7 +564,12 @@ static void b_bfp_fp16(uint8_t *b, size_t *l)
 }
 
 /* Frame breakers. */
-static void f_eth13(uint8_t *f, size_t *l) { (void)f; *l = 13; }
+static void
+f_eth13(uint8_t *f, size_t *l)
+{
+	(void)f;
+	*l = 13;
+}
 
 static void
 insert_vlan(uint8_t *f, size_t *l)
@@ -353,11 +580,41 @@ insert_vlan(uint8_t *f, size_t *l)
 	*l += 4;
 }
 
-static void f_vlan17(uint8_t *f, size_t *l) { insert_vlan(f, l); *l = 17; }
-static void f_ipv6(uint8_t *f, size_t *l) { (void)l; wr16(f + 12, 0x86dd); }
-static void f_qinq(uint8_t *f, size_t *l) { (void)l; wr16(f + 12, 0x88a8); }
-static void f_ip19(uint8_t *f, size_t *l) { (void)f; *l = 14 + 19; }
-static void f_ipver6(uint8_t *f, size_t *l) { (void)l; f[14] = 0x65; fix_ip_csum(f); }
+static void
+f_vlan17(uint8_t *f, size_t *l)
+{
+	insert_vlan(f, l);
+	*l = 17;
+}
+
+static void
+f_ipv6(uint8_t *f, size_t *l)
+{
+	(void)l;
+	wr16(f + 12, 0x86dd);
+}
+
+static void
+f_qinq(uint8_t *f, size_t *l)
+{
+	(void)l;
+	wr16(f + 12, 0x88a8);
+}
+
+static void
+f_ip19(uint8_t *f, size_t *l)
+{
+	(void)f;
+	*l = 14 + 19;
+}
+
+static void
+f_ipver6(uint8_t *f, size_t *l)
+{
+	(void)l;
+	f[14] = 0x65;
+	fix_ip_csum(f);
+}
 
 static void
 f_ihl4(uint8_t *f, size_t *l)
@@ -377,13 +634,58 @@ f_ihl_beyond(uint8_t *f, size_t *l)
 	*l = 14 + 40;
 }
 
-static void f_tot_over(uint8_t *f, size_t *l) { wr16(f + 16, (uint16_t)(*l - 14 + 1)); fix_ip_csum(f); }
-static void f_tot_under(uint8_t *f, size_t *l) { (void)l; wr16(f + 16, 19); fix_ip_csum(f); }
-static void f_ipcsum(uint8_t *f, size_t *l) { (void)l; f[24] ^= 0x01; }
-static void f_ipcsum_addr(uint8_t *f, size_t *l) { (void)l; f[29] ^= 0x80; }
-static void f_mf(uint8_t *f, size_t *l) { (void)l; f[20] |= 0x20; fix_ip_csum(f); }
-static void f_fragoff(uint8_t *f, size_t *l) { (void)l; wr16(f + 20, 0x4001); fix_ip_csum(f); }
-static void f_tcp(uint8_t *f, size_t *l) { (void)l; f[23] = 6; fix_ip_csum(f); }
+static void
+f_tot_over(uint8_t *f, size_t *l)
+{
+	wr16(f + 16, (uint16_t)(*l - 14 + 1));
+	fix_ip_csum(f);
+}
+
+static void
+f_tot_under(uint8_t *f, size_t *l)
+{
+	(void)l;
+	wr16(f + 16, 19);
+	fix_ip_csum(f);
+}
+
+static void
+f_ipcsum(uint8_t *f, size_t *l)
+{
+	(void)l;
+	f[24] ^= 0x01;
+}
+
+static void
+f_ipcsum_addr(uint8_t *f, size_t *l)
+{
+	(void)l;
+	f[29] ^= 0x80;
+}
+
+static void
+f_mf(uint8_t *f, size_t *l)
+{
+	(void)l;
+	f[20] |= 0x20;
+	fix_ip_csum(f);
+}
+
+static void
+f_fragoff(uint8_t *f, size_t *l)
+{
+	(void)l;
+	wr16(f + 20, 0x4001);
+	fix_ip_csum(f);
+}
+
+static void
+f_tcp(uint8_t *f, size_t *l)
+{
+	(void)l;
+	f[23] = 6;
+	fix_ip_csum(f);
+}
 
 static void
 f_udp_short(uint8_t *f, size_t *l)
@@ -394,11 +696,39 @@ f_udp_short(uint8_t *f, size_t *l)
 	fix_ip_csum(f);
 }
 
-static void f_ulen_minus(uint8_t *f, size_t *l) { (void)l; wr16(f + 38, rd16(f + 38) - 1); }
-static void f_ulen_plus(uint8_t *f, size_t *l) { (void)l; wr16(f + 38, rd16(f + 38) + 1); }
-static void f_ulen7(uint8_t *f, size_t *l) { (void)l; wr16(f + 38, 7); }
-static void f_ucsum_body(uint8_t *f, size_t *l) { f[*l - 1] ^= 0x40; }
-static void f_ucsum_field(uint8_t *f, size_t *l) { (void)l; f[41] ^= 0x01; }
+static void
+f_ulen_minus(uint8_t *f, size_t *l)
+{
+	(void)l;
+	wr16(f + 38, rd16(f + 38) - 1);
+}
+
+static void
+f_ulen_plus(uint8_t *f, size_t *l)
+{
+	(void)l;
+	wr16(f + 38, rd16(f + 38) + 1);
+}
+
+static void
+f_ulen7(uint8_t *f, size_t *l)
+{
+	(void)l;
+	wr16(f + 38, 7);
+}
+
+static void
+f_ucsum_body(uint8_t *f, size_t *l)
+{
+	f[*l - 1] ^= 0x40;
+}
+
+static void
+f_ucsum_field(uint8_t *f, size_t *l)
+{
+	(void)l;
+	f[41] ^= 0x01;
+}
 
 static void
 f_ucsum_ip(uint8_t *f, size_t *l)
@@ -410,8 +740,16 @@ f_ucsum_ip(uint8_t *f, size_t *l)
 	fix_ip_csum(f);
 }
 
-static void f_port(uint8_t *f, size_t *l) { (void)l; wr16(f + 36, INCA_UDP_PORT + 1); fix_udp_csum(f); }
-static void f_port_src(uint8_t *f, size_t *l)
+static void
+f_port(uint8_t *f, size_t *l)
+{
+	(void)l;
+	wr16(f + 36, INCA_UDP_PORT + 1);
+	fix_udp_csum(f);
+}
+
+static void
+f_port_src(uint8_t *f, size_t *l)
 {
 	/* Source and destination swapped: a RESULT-like frame coming back. */
 	(void)l;
