@@ -413,7 +413,11 @@ agg_result_write(const struct agg_job *j, const struct agg_set *s, uint16_t dst_
 		.offset = s->offset,
 		.count = s->count,
 		.reason = 0,
-		.bitmap = s->bitmap,
+		/*
+		 * Every rank contributed to a complete set, even when rule 6
+		 * has since cleared the bits of those that moved on.
+		 */
+		.bitmap = s->state == AGG_SET_COMPLETE ? j->full_mask : s->bitmap,
 	};
 
 	inca_hdr_encode(&m, buf);

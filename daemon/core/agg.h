@@ -167,8 +167,9 @@ size_t agg_result_len(const struct agg_set *s);
 /*
  * Write the RESULT message of the COMPLETE set @s into @buf (at least
  * agg_result_len(s) bytes): header with rank @dst_rank, INCA_F_RETX when
- * @replay, then the body in wire format (rounded to fp16/bf16 as the
- * protocol says). Returns the length written.
+ * @replay, bitmap = every rank (rule 6 may have cleared some of the set's
+ * bits since it completed), then the body in wire format (rounded to
+ * fp16/bf16 as the protocol says). Returns the length written.
  */
 size_t agg_result_write(const struct agg_job *j, const struct agg_set *s, uint16_t dst_rank,
 			bool replay, void *buf);

@@ -21,6 +21,22 @@
 
 #include "agg.h"
 
+/*
+ * For checks made thousands of times: Check's own assertions record their
+ * location through a syscall each time they pass.
+ */
+#define REQ_MSG(cond, ...) \
+	do { \
+		if (!(cond)) \
+			ck_abort_msg(__VA_ARGS__); \
+	} while (0)
+#define REQ_EQ(a, b) \
+	do { \
+		long long a_ = (long long)(a), b_ = (long long)(b); \
+		REQ_MSG(a_ == b_, "%s:%d: %s == %s: %lld != %lld", __FILE__, __LINE__, #a, #b, \
+			a_, b_); \
+	} while (0)
+
 #define JOB 7
 #define TOKEN 0xc0ffee11u
 #define NLANES 4 /* elements of the small int32 contributions */
@@ -196,24 +212,25 @@ result_of(struct agg_job *j, const struct agg_set *s, unsigned rank, bool replay
 
 	memset(result_buf, 0xee, sizeof(result_buf));
 	len = agg_result_write(j, s, rank, replay, result_buf);
-	ck_assert_uint_eq(len, agg_result_len(s));
-	ck_assert_uint_eq(len, INCA_HDR_LEN + (size_t)s->count * inca_dtype_size(s->dtype));
-	ck_assert_int_eq(inca_msg_decode(result_buf, len, 0, &r), INCA_WIRE_OK);
-	ck_assert_uint_eq(r.type, INCA_MSG_RESULT);
-	ck_assert_uint_eq(r.job, JOB);
-	ck_assert_uint_eq(r.token, TOKEN);
-	ck_assert_uint_eq(r.rank, rank);
-	ck_assert_uint_eq(r.slot, s->slot);
-	ck_assert_uint_eq(r.seq, s->seq);
-	ck_assert_uint_eq(r.count, s->count);
-	ck_assert_uint_eq(r.dtype, s->dtype);
-	ck_assert_uint_eq(r.op, s->op);
-	ck_assert_uint_eq(r.reason, 0);
-	ck_assert_uint_eq(r.bitmap, s->bitmap);
-	ck_assert_uint_eq(r.flags & INCA_F_SET, s->set);
-	ck_assert_uint_eq(!!(r.flags & INCA_F_RETX), replay);
+	REQ_EQ(len, agg_result_len(s));
+	REQ_EQ(len, INCA_HDR_LEN + (size_t)s->count * inca_dtype_size(s->dtype));
+	REQ_EQ(inca_msg_decode(result_buf, len, 0, &r), INCA_WIRE_OK);
+	REQ_EQ(r.type, INCA_MSG_RESULT);
+	REQ_EQ(r.job, JOB);
+	REQ_EQ(r.token, TOKEN);
+	REQ_EQ(r.rank, rank);
+	REQ_EQ(r.slot, s->slot);
+	REQ_EQ(r.seq, s->seq);
+	REQ_EQ(r.count, s->count);
+	REQ_EQ(r.dtype, s->dtype);
+	REQ_EQ(r.op, s->op);
+	REQ_EQ(r.reason, 0);
+	/* A complete set's result names every rank, whatever rule 6 cleared since. */
+	REQ_EQ(r.bitmap, s->state == AGG_SET_COMPLETE ? j->full_mask : s->bitmap);
+	REQ_EQ(r.flags & INCA_F_SET, s->set);
+	REQ_EQ(!!(r.flags & INCA_F_RETX), replay);
 	/* Nothing written past the message. */
-	ck_assert_uint_eq(result_buf[len], 0xee);
+	REQ_EQ(result_buf[len], 0xee);
 	return r;
 }
 
@@ -541,13 +558,13 @@ reduce_and_check(unsigned n, unsigned dtype, unsigned op, unsigned count, enum g
 		ck_assert_uint_eq(res.body_len, count * inca_dtype_size(dtype));
 		for (i = 0; i < count; i++) {
 			if (inca_dtype_size(dtype) == 4)
-				ck_assert_msg(get32(res.body, i) == get32(ref_wire, i),
-					      "n %u dtype %u op %u lane %u: %08x != %08x", n, dtype,
-					      op, i, get32(res.body, i), get32(ref_wire, i));
+				REQ_MSG(get32(res.body, i) == get32(ref_wire, i),
+					"n %u dtype %u op %u lane %u: %08x != %08x", n, dtype, op,
+					i, get32(res.body, i), get32(ref_wire, i));
 			else
-				ck_assert_msg(get16(res.body, i) == get16(ref_wire, i),
-					      "n %u dtype %u op %u lane %u: %04x != %04x", n, dtype,
-					      op, i, get16(res.body, i), get16(ref_wire, i));
+				REQ_MSG(get16(res.body, i) == get16(ref_wire, i),
+					"n %u dtype %u op %u lane %u: %04x != %04x", n, dtype, op,
+					i, get16(res.body, i), get16(ref_wire, i));
 		}
 	}
 	agg_job_destroy(j);
@@ -759,7 +776,9 @@ START_TEST(test_replay)
 	ck_assert_int_eq(c32(j, 0, 0, 0, 0, 5), AGG_DROP);
 	ck_assert_int_eq(last_out.reason, AGG_DROP_STALE);
 	ck_assert_int_eq(c32(j, 1, 0, 0, 0, 6), AGG_REPLAY);
+	ck_assert_uint_eq(last_out.set->bitmap, 2);
 	check_c32_sum(j, last_out.set, 11, 2);
+	ck_assert_uint_eq(result_of(j, last_out.set, 1, true).bitmap, 3);
 	agg_job_destroy(j);
 }
 END_TEST
