@@ -1,0 +1,861 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * The protocol engine: requests become a stream of chunks with job-wide
+ * sequence numbers k (slot k mod pool, shadow set (k / pool) mod 2), sent
+ * through a sliding window of W chunks (chunk k only while k < base + W,
+ * base being the lowest chunk whose result was not delivered), retransmitted
+ * with exponential backoff until their result arrives.
+ *
+ * Results are copied into a ring of 2W entries and written into the
+ * caller's buffer in sequence order, as base advances. Two things depend on
+ * that order: an in-place allreduce keeps its input intact for every chunk
+ * at or after base (the fallback may have to reduce it again), and the ring
+ * keeps the last results the fallback agreement needs (fallback.c).
+ *
+ * Sequence numbers are 64-bit here and 32-bit on the wire, so slot and set
+ * stay continuous when the wire value wraps.
+ */
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inca_int.h"
+
+#define NS_PER_MS 1000000ull
+
+static inline struct li_chunk *
+ent_of(struct inca_comm *c, uint64_t seq)
+{
+	return &c->ring[seq % c->ring_n];
+}
+
+static inline uint32_t
+req_total(const struct li_req *r)
+{
+	return r->nprime + r->nchunks;
+}
+
+static inline unsigned
+user_size(const struct li_req *r)
+{
+	return r->kind == LI_KIND_BCAST ? 4 : inca_dtype_size(r->dtype);
+}
+
+static inline bool
+is_float(unsigned dtype)
+{
+	return dtype == INCA_DTYPE_FP32 || dtype == INCA_DTYPE_FP16 || dtype == INCA_DTYPE_BF16;
+}
+
+void
+li_req_layout(struct inca_comm *c, struct li_req *r)
+{
+	unsigned room, wsize, elems;
+
+	r->flags = 0;
+	if (r->kind == LI_KIND_BCAST) {
+		r->mode = LI_MODE_RAW;
+		r->wire_dtype = INCA_DTYPE_INT32;
+		r->wire_op = INCA_OP_SUM;
+	} else if (is_float(r->dtype) && !c->float_native) {
+		r->wire_dtype = INCA_DTYPE_INT32;
+		r->wire_op = r->op;
+		if (r->op == INCA_OP_SUM) {
+			r->mode = LI_MODE_BFP;
+			r->flags = INCA_F_BFP;
+		} else {
+			r->mode = LI_MODE_ORDERED;
+		}
+	} else {
+		r->mode = LI_MODE_NATIVE;
+		r->wire_dtype = r->dtype;
+		r->wire_op = r->op;
+	}
+	wsize = inca_dtype_size(r->wire_dtype);
+	room = c->max_payload ? c->max_payload : 4;
+	elems = c->max_elems ? c->max_elems : 1;
+	if (elems > room / wsize)
+		elems = room / wsize;
+	r->chunk_elems = elems;
+	r->nchunks = (uint32_t)((r->count + elems - 1) / elems);
+	r->nprime = 0;
+	if (r->mode == LI_MODE_BFP)
+		r->nprime = r->nchunks < c->window ? r->nchunks : c->window;
+}
+
+/* Element offset and element count of stream chunk @idx of @r. */
+static inline void
+chunk_geom(const struct li_req *r, uint32_t idx, size_t *off, unsigned *cnt)
+{
+	uint32_t d = idx < r->nprime ? idx : idx - r->nprime;
+
+	*off = (size_t)d * r->chunk_elems;
+	if (idx < r->nprime) {
+		*cnt = 1;
+		return;
+	}
+	*cnt = r->count - *off < r->chunk_elems ? (unsigned)(r->count - *off) : r->chunk_elems;
+}
+
+static void
+req_unlink(struct inca_comm *c, struct li_req *r)
+{
+	struct li_req **pp;
+
+	for (pp = &c->head; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	}
+	if (c->tail == r) {
+		struct li_req *t = c->head;
+
+		while (t != NULL && t->next != NULL)
+			t = t->next;
+		c->tail = t;
+	}
+	if (c->send_req == r)
+		c->send_req = r->next;
+	r->next = NULL;
+	c->nreqs--;
+}
+
+void
+li_req_complete(struct inca_comm *c, struct li_req *r, int result)
+{
+	if (r->state != LI_REQ_PENDING)
+		return;
+	r->state = LI_REQ_DONE;
+	r->result = result;
+	req_unlink(c, r);
+}
+
+/* ---- sending ---------------------------------------------------------- */
+
+int
+li_flush(struct inca_comm *c)
+{
+	unsigned done = 0;
+	int ret;
+
+	while (done < c->ntx) {
+		ret = c->tops->send_batch(c->tp, c->tx + done, c->ntx - done);
+		if (ret < 0) {
+			c->ntx = 0;
+			return ret;
+		}
+		if (ret == 0) {
+			/* The socket is full or the route is gone: what did
+			 * not go out is lost like a dropped packet, and the
+			 * retransmission timer recovers it. */
+			c->st.send_errors += c->ntx - done;
+			break;
+		}
+		for (unsigned i = done; i < done + (unsigned)ret; i++) {
+			c->st.tx_pkts++;
+			c->st.tx_bytes += c->tx[i].len;
+		}
+		done += ret;
+	}
+	c->ntx = 0;
+	c->last_tx_ns = li_now_ns();
+	return INCA_OK;
+}
+
+/* Encode the CONTRIB of ring entry @e into the next tx slot. */
+static int
+emit(struct inca_comm *c, struct li_chunk *e, bool retx)
+{
+	struct li_req *r = e->req;
+	const uint8_t *src = r->sendbuf;
+	struct inca_msg m;
+	uint8_t *buf;
+	size_t off, plen, avail = 0;
+	unsigned cnt, us = user_size(r);
+	int ret;
+
+	if (c->ntx == LI_BATCH) {
+		ret = li_flush(c);
+		if (ret < 0)
+			return ret;
+	}
+	buf = c->tx_mem + (size_t)c->ntx * c->o.mtu;
+	chunk_geom(r, e->idx, &off, &cnt);
+
+	memset(&m, 0, sizeof(m));
+	m.version = INCA_PROTO_VERSION;
+	m.type = INCA_MSG_CONTRIB;
+	m.dtype = r->wire_dtype;
+	m.op = r->wire_op;
+	m.job = c->o.job;
+	m.rank = c->o.rank;
+	m.token = c->o.token;
+	m.slot = (uint16_t)(e->seq % c->pool);
+	m.flags = (uint8_t)(((e->seq / c->pool) & 1) ? INCA_F_SET : 0) | r->flags |
+		  (retx ? INCA_F_RETX : 0);
+	m.seq = (uint32_t)e->seq;
+	m.offset = (uint32_t)off;
+	m.count = (uint16_t)cnt;
+
+	if (e->idx < r->nprime) {
+		/* Exponent round: one zero element; exp announces the local
+		 * exponent of the data chunk with the same index. */
+		m.op = INCA_OP_SUM;
+		m.exp = li_bfp_local_exp(src + off * us, r->dtype,
+					 r->count - off < r->chunk_elems ? r->count - off
+									 : r->chunk_elems);
+		memset(buf + INCA_HDR_LEN, 0, 4);
+		plen = 4;
+	} else {
+		uint32_t d = e->idx - r->nprime;
+
+		if (r->mode == LI_MODE_BFP) {
+			/* Carry the exponent of the chunk W later, whose
+			 * contribution goes out when this one's result is in. */
+			size_t off2 = ((size_t)d + c->window) * r->chunk_elems;
+
+			m.exp = LI_EXP_ZERO;
+			if ((uint64_t)d + c->window < r->nchunks)
+				m.exp = li_bfp_local_exp(src + off2 * us, r->dtype,
+							 r->count - off2 < r->chunk_elems ?
+								 r->count - off2 : r->chunk_elems);
+		}
+		if (r->mode == LI_MODE_RAW)
+			avail = r->bytes - off * 4;
+		if (d + 1 == r->nchunks)
+			m.flags |= INCA_F_LAST;
+		plen = li_encode(buf + INCA_HDR_LEN, src ? src + off * us : NULL, cnt, r->dtype,
+				 r->op, r->mode, e->exp_used, c->o.size, avail);
+	}
+	inca_hdr_encode(&m, buf);
+	c->tx[c->ntx].buf = buf;
+	c->tx[c->ntx].len = INCA_HDR_LEN + plen;
+	c->ntx++;
+	return INCA_OK;
+}
+
+static inline uint64_t
+rto_ns(const struct inca_comm *c, unsigned retx)
+{
+	unsigned shift = retx < LI_MAX_BACKOFF_SHIFT ? retx : LI_MAX_BACKOFF_SHIFT;
+
+	return ((uint64_t)c->o.timeout_ms * NS_PER_MS) << shift;
+}
+
+/*
+ * The exponent a BFP data chunk is quantised with, from the result of the
+ * chunk that announced it. Returns false while that result is missing.
+ */
+static bool
+bfp_exp_ready(struct inca_comm *c, const struct li_req *r, uint32_t idx, int8_t *exp)
+{
+	uint32_t d = idx - r->nprime;
+	uint64_t src = d < r->nprime ? r->seq0 + d : r->seq0 + r->nprime + d - c->window;
+	struct li_chunk *s = ent_of(c, src);
+
+	if (s->seq != src || s->state != LI_CH_DONE)
+		return false;
+	*exp = s->res_exp;
+	return true;
+}
+
+/* Retransmit what timed out, then send new chunks the window allows.
+ * Returns the earliest retransmission deadline in *next. */
+static int
+pump(struct inca_comm *c, uint64_t now, uint64_t *next)
+{
+	uint64_t k, soonest = UINT64_MAX;
+	struct li_req *r;
+	int ret;
+
+	for (k = c->base; k < c->next_send; k++) {
+		struct li_chunk *e = ent_of(c, k);
+
+		if (e->state != LI_CH_SENT)
+			continue;
+		if (e->deadline <= now) {
+			ret = emit(c, e, true);
+			if (ret < 0)
+				return ret;
+			if (e->retx < UINT8_MAX)
+				e->retx++;
+			e->deadline = now + rto_ns(c, e->retx);
+			c->st.retransmits++;
+		}
+		if (e->deadline < soonest)
+			soonest = e->deadline;
+	}
+
+	r = c->send_req ? c->send_req : c->head;
+	while (c->next_send < c->base + c->window) {
+		struct li_chunk *e;
+		uint32_t idx;
+		int8_t exp = 0;
+
+		while (r != NULL && c->next_send >= r->seq0 + req_total(r))
+			r = r->next;
+		if (r == NULL)
+			break;
+		idx = (uint32_t)(c->next_send - r->seq0);
+		if (r->mode == LI_MODE_BFP && idx >= r->nprime && !bfp_exp_ready(c, r, idx, &exp))
+			break;
+		if (c->next_send == c->base)
+			c->alive_ns = now; /* the silence clock starts with the wait */
+		e = ent_of(c, c->next_send);
+		e->seq = c->next_send;
+		e->req = r;
+		e->idx = idx;
+		e->state = LI_CH_SENT;
+		e->retx = 0;
+		e->exp_used = exp;
+		{
+			size_t off;
+			unsigned cnt;
+
+			chunk_geom(r, idx, &off, &cnt);
+			e->count = (uint16_t)cnt;
+		}
+		ret = emit(c, e, false);
+		if (ret < 0)
+			return ret;
+		e->deadline = now + rto_ns(c, 0);
+		if (e->deadline < soonest)
+			soonest = e->deadline;
+		c->next_send++;
+	}
+	c->send_req = r;
+	*next = soonest;
+	return li_flush(c);
+}
+
+/* ---- receiving -------------------------------------------------------- */
+
+static void
+deliver(struct inca_comm *c, struct li_chunk *e)
+{
+	struct li_req *r = e->req;
+	size_t off;
+	unsigned cnt;
+
+	if (r == NULL)
+		return;
+	if (e->idx >= r->nprime) {
+		chunk_geom(r, e->idx, &off, &cnt);
+		if (r->kind == LI_KIND_BCAST)
+			li_decode((uint8_t *)r->recvbuf + off * 4, e->payload, cnt, INCA_DTYPE_INT32,
+				  INCA_OP_SUM, LI_MODE_RAW, 0, c->o.size, r->bytes - off * 4);
+		else
+			li_decode((uint8_t *)r->recvbuf + off * inca_dtype_size(r->dtype),
+				  e->payload, cnt, r->dtype, r->op, r->mode, e->exp_used,
+				  c->o.size, 0);
+		c->st.bfp_chunks += r->mode == LI_MODE_BFP;
+	}
+	c->st.chunks++;
+	e->req = NULL;
+	r->delivered++;
+	if (r->delivered == req_total(r))
+		li_req_complete(c, r, INCA_OK);
+}
+
+void
+li_deliver_ready(struct inca_comm *c)
+{
+	while (c->base < c->next_send) {
+		struct li_chunk *e = ent_of(c, c->base);
+
+		if (e->seq != c->base || e->state != LI_CH_DONE)
+			break;
+		deliver(c, e);
+		c->base++;
+	}
+}
+
+static void
+handle_result(struct inca_comm *c, const struct inca_msg *m)
+{
+	uint64_t k = c->base + (uint32_t)(m->seq - (uint32_t)c->base);
+	struct li_chunk *e;
+	struct li_req *r;
+
+	if (c->ring == NULL || k >= c->next_send) {
+		c->st.dup_results++; /* older than base, or never sent */
+		return;
+	}
+	e = ent_of(c, k);
+	if (e->seq != k || e->state != LI_CH_SENT) {
+		c->st.dup_results++;
+		return;
+	}
+	r = e->req;
+	/* The result must answer exactly what we contributed. */
+	if (m->slot != k % c->pool || (m->flags & INCA_F_SET) != (((k / c->pool) & 1) ?
+								   INCA_F_SET : 0) ||
+	    m->count != e->count || (m->flags & INCA_F_BFP) != r->flags ||
+	    m->dtype != (e->idx < r->nprime ? INCA_DTYPE_INT32 : r->wire_dtype) ||
+	    m->op != (e->idx < r->nprime ? INCA_OP_SUM : r->wire_op) ||
+	    m->body_len > c->max_payload) {
+		c->st.rx_invalid++;
+		return;
+	}
+	{
+		size_t off;
+		unsigned cnt;
+
+		chunk_geom(r, e->idx, &off, &cnt);
+		if (m->offset != (uint32_t)off) {
+			c->st.rx_invalid++;
+			return;
+		}
+	}
+	memcpy(e->payload, m->body, m->body_len);
+	e->res_len = (uint16_t)m->body_len;
+	e->res_exp = m->exp;
+	e->state = LI_CH_DONE;
+	if (m->flags & INCA_F_RETX)
+		c->st.replays++;
+	if (k == c->base)
+		li_deliver_ready(c);
+}
+
+void
+li_handle_msg(struct inca_comm *c, const void *buf, size_t len)
+{
+	struct inca_msg m;
+
+	c->st.rx_pkts++;
+	c->st.rx_bytes += len;
+	if (inca_msg_decode(buf, len, 0, &m) != INCA_WIRE_OK) {
+		c->st.rx_invalid++;
+		return;
+	}
+	if (m.type == INCA_MSG_CAPS) {
+		c->alive_ns = li_now_ns();
+		return;
+	}
+	if (m.job != c->o.job || m.rank != c->o.rank || m.token != c->o.token) {
+		c->st.rx_invalid++;
+		return;
+	}
+	switch (m.type) {
+	case INCA_MSG_RESULT:
+		c->alive_ns = li_now_ns();
+		handle_result(c, &m);
+		break;
+	case INCA_MSG_NACK:
+		c->alive_ns = li_now_ns();
+		c->st.nacks++;
+		if (m.reason < INCA_NACK_MAX_)
+			c->st.nack_reasons[m.reason]++;
+		if (m.reason == INCA_NACK_RATE_LIMITED)
+			break;
+		/* Every other reason (evicted, member lost, unknown job after
+		 * a restart, ...) means no chunk can complete any more. */
+		if (c->nack_err == 0)
+			li_log(INCA_LOG_WARN, "job %u rank %u: NACK %s", c->o.job, c->o.rank,
+			       inca_nack_name(m.reason));
+		c->nack_err = INCA_EREFUSED;
+		c->nack_reason = m.reason;
+		break;
+	case INCA_MSG_HEARTBEAT_ACK:
+	case INCA_MSG_JOIN_ACK:
+	case INCA_MSG_LEAVE_ACK:
+		c->alive_ns = li_now_ns();
+		break;
+	default:
+		c->st.rx_invalid++;
+		break;
+	}
+}
+
+static int
+receive(struct inca_comm *c)
+{
+	struct li_pkt pkts[LI_BATCH];
+	int n, i, rounds;
+
+	/* Bounded, so that a flood cannot keep us from sending. */
+	for (rounds = 0; rounds < 16; rounds++) {
+		for (i = 0; i < LI_BATCH; i++) {
+			pkts[i].buf = c->rx_mem + (size_t)i * c->o.mtu;
+			pkts[i].len = c->o.mtu;
+		}
+		n = c->tops->recv_batch(c->tp, pkts, LI_BATCH);
+		if (n < 0)
+			return n;
+		for (i = 0; i < n; i++)
+			li_handle_msg(c, pkts[i].buf, pkts[i].len);
+		if (n < LI_BATCH)
+			break;
+	}
+	return INCA_OK;
+}
+
+/*
+ * One round of the engine: receive, retransmit, send, check liveness, and
+ * if @wait_ms > 0 and nothing completed, sleep in poll() until the next
+ * deadline (at most @wait_ms). Returns INCA_OK or why the stream cannot go
+ * on (silence beyond give_up_ms, a NACK, a socket error).
+ */
+int
+li_progress(struct inca_comm *c, int wait_ms)
+{
+	uint64_t now, next = UINT64_MAX, hb_every, until;
+	bool pending;
+	int ret;
+
+	if (c->tp == NULL || !c->joined)
+		return INCA_ETIMEDOUT;
+	ret = receive(c);
+	if (ret < 0)
+		return ret;
+	now = li_now_ns();
+	ret = pump(c, now, &next);
+	if (ret < 0)
+		return ret;
+	pending = c->next_send > c->base;
+	if (pending && c->nack_err)
+		return c->nack_err;
+
+	/* A contribution the aggregator already counted is dropped without
+	 * answer while the others are missing, so silence alone says nothing;
+	 * heartbeats tell a live aggregator from a dead one. */
+	hb_every = (uint64_t)c->o.give_up_ms * NS_PER_MS / 5;
+	if (c->hb_ms && (uint64_t)c->hb_ms * NS_PER_MS / 2 < hb_every)
+		hb_every = (uint64_t)c->hb_ms * NS_PER_MS / 2;
+	if (pending) {
+		uint64_t quiet = now - (c->alive_ns > c->last_hb_ns ? c->alive_ns : c->last_hb_ns);
+
+		if (now - c->alive_ns >= (uint64_t)c->o.give_up_ms * NS_PER_MS) {
+			li_log(INCA_LOG_WARN, "job %u rank %u: aggregator silent for %u ms",
+			       c->o.job, c->o.rank, c->o.give_up_ms);
+			return INCA_ETIMEDOUT;
+		}
+		if (quiet >= hb_every) {
+			ret = li_send_ctrl(c, INCA_MSG_HEARTBEAT);
+			if (ret < 0)
+				return ret;
+		}
+	} else if (c->hb_ms && now - c->last_tx_ns >= (uint64_t)c->hb_ms * NS_PER_MS / 2) {
+		ret = li_send_ctrl(c, INCA_MSG_HEARTBEAT);
+		if (ret < 0)
+			return ret;
+	}
+	if (wait_ms <= 0 || !pending)
+		return INCA_OK;
+
+	until = now + (uint64_t)wait_ms * NS_PER_MS;
+	if (next < until)
+		until = next;
+	{
+		uint64_t hb = (c->alive_ns > c->last_hb_ns ? c->alive_ns : c->last_hb_ns) + hb_every;
+		uint64_t gu = c->alive_ns + (uint64_t)c->o.give_up_ms * NS_PER_MS;
+
+		if (hb < until)
+			until = hb;
+		if (gu < until)
+			until = gu;
+	}
+	if (until > now) {
+		struct pollfd pfd = {.fd = c->tops->fd(c->tp), .events = POLLIN};
+		int ms = (int)((until - now + NS_PER_MS - 1) / NS_PER_MS);
+
+		(void)poll(&pfd, 1, ms);
+	}
+	return INCA_OK;
+}
+
+/* ---- failure ------------------------------------------------------------ */
+
+static void
+fail_all(struct inca_comm *c, int err)
+{
+	while (c->head != NULL)
+		li_req_complete(c, c->head, err);
+}
+
+/*
+ * The aggregator path is gone: agree with the other ranks and continue in
+ * the fallback, or fail every pending request (and the communicator) when
+ * there is none.
+ */
+int
+li_fail_stream(struct inca_comm *c, int err)
+{
+	int ret;
+
+	if (c->fb_fn != NULL) {
+		ret = li_recover(c);
+		if (ret == INCA_OK)
+			return INCA_OK;
+		err = ret;
+	}
+	li_log(INCA_LOG_ERR, "job %u rank %u: communicator failed: %s", c->o.job, c->o.rank,
+	       inca_strerror(err));
+	c->failed = err;
+	fail_all(c, err);
+	return err;
+}
+
+/* Run until @r is done; with @r NULL and !@block, one round. */
+static int
+drive(struct inca_comm *c, struct li_req *r, bool block)
+{
+	int ret;
+
+	for (;;) {
+		if (r != NULL && r->state != LI_REQ_PENDING)
+			return INCA_OK;
+		if (c->failed) {
+			fail_all(c, INCA_EFAILED);
+			return INCA_OK;
+		}
+		if (c->in_fallback) {
+			if (c->need_recovery) {
+				ret = li_recover(c);
+				if (ret < 0) {
+					c->failed = ret;
+					fail_all(c, ret);
+					continue;
+				}
+			}
+			if (c->head == NULL)
+				return INCA_OK;
+			ret = li_fb_run(c, c->head);
+			if (ret < 0) {
+				c->failed = ret;
+				fail_all(c, ret);
+			}
+			continue;
+		}
+		if (c->head == NULL)
+			return INCA_OK;
+		ret = li_progress(c, block ? 100 : 0);
+		if (ret < 0) {
+			li_fail_stream(c, ret);
+			continue;
+		}
+		if (!block)
+			return INCA_OK;
+	}
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+static struct li_req *
+req_alloc(struct inca_comm *c)
+{
+	struct li_req *r = c->free_reqs;
+
+	if (r != NULL)
+		c->free_reqs = r->next;
+	else
+		r = malloc(sizeof(*r));
+	if (r != NULL)
+		memset(r, 0, sizeof(*r));
+	return r;
+}
+
+static void
+req_free(struct inca_comm *c, struct li_req *r)
+{
+	r->next = c->free_reqs;
+	c->free_reqs = r;
+}
+
+/* Queue a request already filled with kind, buffers, count, dtype, op. */
+static int
+issue(struct inca_comm *c, struct li_req *r)
+{
+	r->comm = c;
+	r->state = LI_REQ_PENDING;
+	li_req_layout(c, r);
+	if (!c->in_fallback && c->joined &&
+	    (!(c->agg_dtypes & (1u << r->wire_dtype)) || !(c->agg_ops & (1u << r->wire_op))))
+		return INCA_ENOTSUP;
+	c->st.collectives++;
+	r->seq0 = c->next_seq;
+	c->next_seq += req_total(r);
+	if (req_total(r) == 0) {
+		r->state = LI_REQ_DONE;
+		r->result = INCA_OK;
+		return INCA_OK;
+	}
+	if (c->tail != NULL)
+		c->tail->next = r;
+	else
+		c->head = r;
+	c->tail = r;
+	c->nreqs++;
+	if (c->send_req == NULL)
+		c->send_req = r;
+	return INCA_OK;
+}
+
+static int
+check_common(struct inca_comm *c, size_t count)
+{
+	if (c == NULL)
+		return INCA_EINVAL;
+	if (c->failed)
+		return INCA_EFAILED;
+	if (count > UINT32_MAX)
+		return INCA_EINVAL;
+	if (c->nreqs >= LI_MAX_REQUESTS)
+		return INCA_EBUSY;
+	return INCA_OK;
+}
+
+int
+inca_iallreduce(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+		unsigned dtype, unsigned op, struct inca_request **req)
+{
+	struct li_req *r;
+	int ret;
+
+	if (req == NULL)
+		return INCA_EINVAL;
+	*req = NULL;
+	ret = check_common(c, count);
+	if (ret < 0)
+		return ret;
+	if (dtype >= INCA_DTYPE_COUNT || op >= INCA_OP_COUNT ||
+	    (count > 0 && (recvbuf == NULL || sendbuf == NULL)))
+		return INCA_EINVAL;
+	r = req_alloc(c);
+	if (r == NULL)
+		return INCA_ENOMEM;
+	r->kind = LI_KIND_ALLREDUCE;
+	r->sendbuf = sendbuf == INCA_IN_PLACE ? recvbuf : sendbuf;
+	r->recvbuf = recvbuf;
+	r->count = count;
+	r->dtype = dtype;
+	r->op = op;
+	ret = issue(c, r);
+	if (ret < 0) {
+		req_free(c, r);
+		return ret;
+	}
+	/* Start streaming now, so that the data moves while the caller
+	 * computes; failures surface in test / wait. */
+	if (r->state == LI_REQ_PENDING && !c->in_fallback)
+		(void)drive(c, NULL, false);
+	*req = (struct inca_request *)r;
+	return INCA_OK;
+}
+
+int
+inca_test(struct inca_request **req, int *done)
+{
+	struct li_req *r;
+	struct inca_comm *c;
+	int ret;
+
+	if (req == NULL || *req == NULL || done == NULL)
+		return INCA_EINVAL;
+	r = (struct li_req *)*req;
+	c = r->comm;
+	*done = 0;
+	if (r->state == LI_REQ_PENDING)
+		(void)drive(c, c->in_fallback ? r : NULL, false);
+	if (r->state == LI_REQ_PENDING)
+		return INCA_OK;
+	ret = r->result;
+	req_free(c, r);
+	*req = NULL;
+	*done = 1;
+	return ret;
+}
+
+int
+inca_wait(struct inca_request **req)
+{
+	struct li_req *r;
+	struct inca_comm *c;
+	int ret;
+
+	if (req == NULL || *req == NULL)
+		return INCA_EINVAL;
+	r = (struct li_req *)*req;
+	c = r->comm;
+	(void)drive(c, r, true);
+	ret = r->state == LI_REQ_PENDING ? INCA_EPROTO : r->result;
+	req_free(c, r);
+	*req = NULL;
+	return ret;
+}
+
+int
+inca_allreduce(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+	       unsigned dtype, unsigned op)
+{
+	struct inca_request *req;
+	int ret;
+
+	ret = inca_iallreduce(c, sendbuf, recvbuf, count, dtype, op, &req);
+	if (ret < 0)
+		return ret;
+	return inca_wait(&req);
+}
+
+int
+inca_broadcast(struct inca_comm *c, void *buf, size_t bytes, unsigned root)
+{
+	struct inca_request *req;
+	struct li_req *r;
+	int ret;
+
+	ret = check_common(c, bytes / 4 + 1);
+	if (ret < 0)
+		return ret;
+	if (root >= c->o.size || (bytes > 0 && buf == NULL))
+		return INCA_EINVAL;
+	r = req_alloc(c);
+	if (r == NULL)
+		return INCA_ENOMEM;
+	r->kind = LI_KIND_BCAST;
+	r->sendbuf = root == c->o.rank ? buf : NULL;
+	r->recvbuf = buf;
+	r->bytes = bytes;
+	r->count = (bytes + 3) / 4;
+	r->dtype = INCA_DTYPE_INT32;
+	r->op = INCA_OP_SUM;
+	ret = issue(c, r);
+	if (ret < 0) {
+		req_free(c, r);
+		return ret;
+	}
+	req = (struct inca_request *)r;
+	return inca_wait(&req);
+}
+
+int
+inca_barrier(struct inca_comm *c)
+{
+	int32_t in = 0, out;
+
+	return inca_allreduce(c, &in, &out, 1, INCA_DTYPE_INT32, INCA_OP_SUM);
+}
+
+int
+inca_comm_progress(struct inca_comm *c)
+{
+	int ret;
+
+	if (c == NULL)
+		return INCA_EINVAL;
+	if (c->failed)
+		return INCA_EFAILED;
+	if (c->in_fallback || !c->joined)
+		return INCA_OK;
+	ret = li_progress(c, 0);
+	if (ret < 0 && c->head != NULL)
+		return li_fail_stream(c, ret);
+	return INCA_OK;
+}

@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * The fallback: when the aggregator cannot complete the stream any more,
+ * the ranks finish through the caller's host allreduce, and all of them
+ * must make the same sequence of calls to it although they may be at
+ * different points of the stream (a rank may have every result of
+ * collective c and be streaming c+1 while another still misses the last
+ * results of c).
+ *
+ * The window rule bounds the disagreement. If some rank has the result of
+ * chunk j, every rank contributed j, so every rank's base is above j - W;
+ * hence lo = min(base) >= base_r - W for every rank r, and no rank holds a
+ * result at or beyond base_r + W <= lo + 2W. Recovery (li_recover), run by
+ * every rank as its first fallback action:
+ *
+ *  1. int32 MIN over (base, window, payload size): lo, and the sizes of
+ *     what follows;
+ *  2. int32 MIN over owner[j] for j in [lo, lo + 2W): the lowest rank that
+ *     has j's result; F = the first j nobody has;
+ *  3. int32 SUM over the results of [lo, F), each contributed by its owner
+ *     and zeros elsewhere (bit-exact): every rank completes those chunks;
+ *  4. every chunk >= F, the rest of the collective holding F and every
+ *     later collective, is reduced by the fallback on the user's data
+ *     (li_fb_run). All ranks agree on F and issue identical collectives, so
+ *     their calls match.
+ *
+ * Every probe_every collectives run wholly by the fallback, the ranks try
+ * the aggregator again: HELLO, agree (MIN) that all reached it, LEAVE and
+ * JOIN (sequence numbers restart at 0), agree that all joined.
+ */
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inca_int.h"
+
+int
+li_fb_call(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+	   unsigned dtype, unsigned op)
+{
+	struct inca_fallback_args a = {
+		.sendbuf = sendbuf,
+		.recvbuf = recvbuf,
+		.count = count,
+		.dtype = dtype,
+		.op = op,
+	};
+	int ret;
+
+	if (c->fb_fn == NULL)
+		return INCA_EFALLBACK;
+	c->st.fallback_calls++;
+	ret = c->fb_fn(c->fb_ctx, &a);
+	if (ret < 0) {
+		li_log(INCA_LOG_ERR, "job %u rank %u: fallback allreduce failed (%d)", c->o.job,
+		       c->o.rank, ret);
+		return INCA_EFALLBACK;
+	}
+	return INCA_OK;
+}
+
+/* uint32 <-> int32 preserving order, for MIN over unsigned values. */
+static inline int32_t
+omap(uint32_t u)
+{
+	return (int32_t)(u ^ 0x80000000u);
+}
+
+static inline uint32_t
+ounmap(int32_t i)
+{
+	return (uint32_t)i ^ 0x80000000u;
+}
+
+static inline struct li_chunk *
+ent_of(struct inca_comm *c, uint64_t seq)
+{
+	return &c->ring[seq % c->ring_n];
+}
+
+static bool
+have_result(struct inca_comm *c, uint64_t k)
+{
+	struct li_chunk *e;
+
+	if (c->ring == NULL)
+		return false;
+	e = ent_of(c, k);
+	return e->seq == k && e->state == LI_CH_DONE;
+}
+
+int
+li_recover(struct inca_comm *c)
+{
+	bool stream = c->ring != NULL && c->joined;
+	uint32_t base32 = (uint32_t)c->base, lo32, min1, max1;
+	uint32_t w = stream ? c->window : 0, pw = stream ? (c->max_payload + 3) / 4 : 0;
+	int32_t v[5];
+	int32_t *owners = NULL, *buf = NULL;
+	uint64_t lo, f, k;
+	size_t stride, i, n;
+	int ret;
+
+	c->st.recoveries++;
+	li_log(INCA_LOG_WARN, "job %u rank %u: switching to the fallback at chunk %llu",
+	       c->o.job, c->o.rank, (unsigned long long)c->base);
+	if (!stream)
+		c->base = 0;
+
+	/* Round 1. The bases lie within a window of each other, but may
+	 * straddle the 32-bit wrap: the minimum is taken in the frame (plain
+	 * or rotated by half) in which they do not. */
+	v[0] = omap(base32);
+	v[1] = ~omap(base32);
+	v[2] = omap(base32 + 0x80000000u);
+	v[3] = -(int32_t)w;
+	v[4] = -(int32_t)pw;
+	ret = li_fb_call(c, v, v, 5, INCA_DTYPE_INT32, INCA_OP_MIN);
+	if (ret < 0)
+		return ret;
+	min1 = ounmap(v[0]);
+	max1 = ounmap(~v[1]);
+	lo32 = max1 - min1 < 0x80000000u ? min1 : ounmap(v[2]) - 0x80000000u;
+	lo = c->base - (uint32_t)(base32 - lo32);
+	w = (uint32_t)-v[3];
+	pw = (uint32_t)-v[4];
+	f = lo;
+
+	if (w > 0 && w <= LI_MAX_WINDOW) {
+		/* Round 2: who has which result. */
+		n = 2 * (size_t)w;
+		owners = malloc(n * sizeof(*owners));
+		if (owners == NULL)
+			return INCA_ENOMEM;
+		for (i = 0; i < n; i++)
+			owners[i] = have_result(c, lo + i) ? (int32_t)c->o.rank : INT32_MAX;
+		ret = li_fb_call(c, owners, owners, n, INCA_DTYPE_INT32, INCA_OP_MIN);
+		if (ret < 0)
+			goto out;
+		while (f < lo + n && owners[f - lo] != INT32_MAX)
+			f++;
+	}
+
+	if (f > lo) {
+		/* Round 3: hand the owned results around. Each entry is the
+		 * payload length, the exponent and the payload. */
+		stride = 2 + pw;
+		buf = calloc((size_t)(f - lo) * stride, sizeof(*buf));
+		if (buf == NULL) {
+			ret = INCA_ENOMEM;
+			goto out;
+		}
+		for (k = lo; k < f; k++) {
+			int32_t *slot = buf + (size_t)(k - lo) * stride;
+			struct li_chunk *e;
+
+			if (owners[k - lo] != (int32_t)c->o.rank)
+				continue;
+			e = ent_of(c, k);
+			slot[0] = e->res_len;
+			slot[1] = e->res_exp;
+			memcpy(slot + 2, e->payload, e->res_len);
+		}
+		ret = li_fb_call(c, buf, buf, (size_t)(f - lo) * stride, INCA_DTYPE_INT32,
+				 INCA_OP_SUM);
+		if (ret < 0)
+			goto out;
+		for (k = c->base; k < f; k++) {
+			int32_t *slot = buf + (size_t)(k - lo) * stride;
+			struct li_chunk *e;
+
+			if (have_result(c, k))
+				continue;
+			e = ent_of(c, k);
+			/* Someone has k's result, so every rank contributed
+			 * k: this rank must have it in flight. */
+			if (!stream || e->seq != k || e->state != LI_CH_SENT || slot[0] < 0 ||
+			    (uint32_t)slot[0] > c->max_payload) {
+				li_log(INCA_LOG_ERR, "job %u rank %u: recovery: chunk %llu unknown here",
+				       c->o.job, c->o.rank, (unsigned long long)k);
+				ret = INCA_EPROTO;
+				goto out;
+			}
+			memcpy(e->payload, slot + 2, (size_t)slot[0]);
+			e->res_len = (uint16_t)slot[0];
+			e->res_exp = (int8_t)slot[1];
+			e->state = LI_CH_DONE;
+		}
+		li_deliver_ready(c);
+	}
+	c->in_fallback = true;
+	c->need_recovery = false;
+	c->fb_from = f;
+	li_log(INCA_LOG_INFO, "job %u rank %u: fallback from chunk %llu (lowest base %llu)",
+	       c->o.job, c->o.rank, (unsigned long long)f, (unsigned long long)lo);
+	ret = INCA_OK;
+out:
+	free(owners);
+	free(buf);
+	return ret;
+}
+
+/* Are the request's wire dtype and op available on the aggregator? */
+static bool
+supported(const struct inca_comm *c, const struct li_req *r)
+{
+	return (c->agg_dtypes & (1u << r->wire_dtype)) && (c->agg_ops & (1u << r->wire_op));
+}
+
+/*
+ * Try to return to the aggregator before running @r (the head of the
+ * queue, not started). Returns 1 when the stream took over, 0 to stay in
+ * the fallback, or an error.
+ */
+static int
+probe(struct inca_comm *c)
+{
+	uint32_t wait = 8 * c->o.timeout_ms;
+	uint64_t saved_seq;
+	struct li_req *q;
+	int32_t ok;
+	int ret;
+
+	if (wait < 100)
+		wait = 100;
+	if (wait > c->o.give_up_ms)
+		wait = c->o.give_up_ms;
+	c->st.probes++;
+	if (c->tp == NULL)
+		(void)c->tops->open(&c->tp, &c->agg_addr, c->o.bind ? &c->bind_addr : NULL,
+				    (size_t)4 * c->o.window * c->o.mtu + 65536);
+	ok = c->tp != NULL && li_hello(c, wait) == INCA_OK;
+	ret = li_fb_call(c, &ok, &ok, 1, INCA_DTYPE_INT32, INCA_OP_MIN);
+	if (ret < 0)
+		return ret;
+	if (!ok)
+		return 0;
+
+	/* LEAVE first: it resets the job's sets, which may hold state of the
+	 * abandoned stream that a restarted seq 0 would collide with. */
+	saved_seq = c->next_seq;
+	li_leave(c, wait);
+	ret = li_join(c, c->o.give_up_ms);
+	ok = ret == INCA_OK;
+	if (ok) {
+		c->in_fallback = false;
+		for (q = c->head; q != NULL; q = q->next) {
+			li_req_layout(c, q);
+			ok &= supported(c, q);
+		}
+		c->in_fallback = true;
+	}
+	ret = li_fb_call(c, &ok, &ok, 1, INCA_DTYPE_INT32, INCA_OP_MIN);
+	if (ret < 0)
+		return ret;
+	if (!ok) {
+		if (c->joined)
+			li_leave(c, 0);
+		/* Still in the fallback: keep numbering collectives as before,
+		 * since fb_from is a seq of the old numbering. */
+		c->next_seq = saved_seq;
+		return 0;
+	}
+
+	/* Back on the aggregator: the stream restarts at seq 0 with the
+	 * requests not yet run, in issue order. */
+	c->in_fallback = false;
+	c->next_seq = 0;
+	for (q = c->head; q != NULL; q = q->next) {
+		q->seq0 = c->next_seq;
+		q->delivered = 0;
+		c->next_seq += q->nprime + q->nchunks;
+	}
+	c->send_req = c->head;
+	c->st.rejoins++;
+	li_log(INCA_LOG_INFO, "job %u rank %u: back on the aggregator", c->o.job, c->o.rank);
+	return 1;
+}
+
+/* Broadcast tail of @bytes at @buf through the fallback, as int32 lanes. */
+static int
+fb_bcast(struct inca_comm *c, uint8_t *buf, size_t bytes, bool root)
+{
+	size_t lanes = bytes / 4, rem = bytes % 4;
+	uint8_t tail[4] = {0};
+	int ret;
+
+	if (!root)
+		memset(buf, 0, bytes);
+	if (lanes > 0) {
+		ret = li_fb_call(c, buf, buf, lanes, INCA_DTYPE_INT32, INCA_OP_SUM);
+		if (ret < 0)
+			return ret;
+	}
+	if (rem > 0) {
+		memcpy(tail, buf + lanes * 4, rem);
+		ret = li_fb_call(c, tail, tail, 1, INCA_DTYPE_INT32, INCA_OP_SUM);
+		if (ret < 0)
+			return ret;
+		memcpy(buf + lanes * 4, tail, rem);
+	}
+	return INCA_OK;
+}
+
+int
+li_fb_run(struct inca_comm *c, struct li_req *r)
+{
+	uint64_t total = (uint64_t)r->nprime + r->nchunks;
+	size_t start = 0, us;
+	int ret;
+
+	if (r->seq0 + total <= c->fb_from) {
+		/* Everything arrived before the switch (recovery delivered
+		 * it); nothing left to do. */
+		li_req_complete(c, r, INCA_OK);
+		return INCA_OK;
+	}
+	if (r->seq0 >= c->fb_from) {
+		c->fb_count++;
+		if (c->o.probe_every != UINT32_MAX && c->fb_count % c->o.probe_every == 0) {
+			ret = probe(c);
+			if (ret != 0)
+				return ret < 0 ? ret : INCA_OK;
+		}
+	} else {
+		uint64_t i = c->fb_from - r->seq0;
+
+		start = i < r->nprime ? 0 : (size_t)(i - r->nprime) * r->chunk_elems;
+	}
+
+	if (r->kind == LI_KIND_BCAST) {
+		ret = fb_bcast(c, (uint8_t *)r->recvbuf + start * 4, r->bytes - start * 4,
+			       r->sendbuf != NULL);
+	} else {
+		us = inca_dtype_size(r->dtype);
+		ret = li_fb_call(c, (const uint8_t *)r->sendbuf + start * us,
+				 (uint8_t *)r->recvbuf + start * us, r->count - start, r->dtype,
+				 r->op);
+	}
+	if (ret < 0)
+		return ret;
+	c->st.fallback_collectives++;
+	li_req_complete(c, r, INCA_OK);
+	return INCA_OK;
+}

@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/**
+ * @file
+ * libinca: the worker side of INCA (In-Network Collective Aggregation).
+ *
+ * A worker creates one communicator per job it takes part in, then calls
+ * collectives on it. Every worker of a job must issue the same collectives,
+ * with the same element counts, data types and operations, in the same
+ * order (as with MPI). Data streams to the aggregator in chunks of at most
+ * one packet each through a sliding window; results are written straight
+ * into the caller's buffer.
+ *
+ * Progress: there is no hidden thread. Packets are sent and received only
+ * inside inca_allreduce(), inca_broadcast(), inca_barrier(), inca_test(),
+ * inca_wait() and inca_comm_progress(). Requests started with
+ * inca_iallreduce() advance when any of these is called.
+ *
+ * Threads: a communicator is used by one thread at a time (calls on one
+ * communicator must not overlap); different communicators are independent
+ * and may be used from different threads at once. Each function states
+ * its thread-safety below.
+ *
+ * Errors: functions return INCA_OK (0) or a negative enum inca_error;
+ * inca_strerror() describes one. The library never prints and never exits;
+ * install a log function with inca_set_log_fn() to see what it does.
+ */
+#ifndef INCA_INCA_H
+#define INCA_INCA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <inca/dtype.h>
+#include <inca/wire.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Symbols of the shared library's interface; everything else is hidden. */
+#if defined(__GNUC__) || defined(__clang__)
+#define INCA_API __attribute__((visibility("default")))
+#else
+#define INCA_API
+#endif
+
+/** Version of the library these headers belong to. */
+#define INCA_VERSION_MAJOR 0
+#define INCA_VERSION_MINOR 1
+#define INCA_VERSION_PATCH 0
+/** Version as one comparable number: 0xMMmmpp. */
+#define INCA_VERSION_NUM \
+	((INCA_VERSION_MAJOR << 16) | (INCA_VERSION_MINOR << 8) | INCA_VERSION_PATCH)
+
+/**
+ * Version of the library actually linked, "MAJOR.MINOR.PATCH".
+ * Thread-safe.
+ */
+INCA_API const char *inca_version_string(void);
+
+/**
+ * Error codes. X(name, value, description). INCA_OK is 0, every error is
+ * negative.
+ */
+#define INCA_ERRORS(X) \
+	X(OK, 0, "success") \
+	X(EINVAL, -1, "invalid argument") \
+	X(ENOMEM, -2, "out of memory") \
+	X(ETIMEDOUT, -3, "the aggregator did not answer within give_up_ms") \
+	X(EREFUSED, -4, "the aggregator refused the request (NACK)") \
+	X(EUNREACH, -5, "the aggregator address cannot be resolved or reached") \
+	X(EIO, -6, "socket error") \
+	X(EBUSY, -7, "too many requests in flight") \
+	X(ECANCELED, -8, "the request was cancelled") \
+	X(EFALLBACK, -9, "the fallback allreduce failed") \
+	X(ENOTSUP, -10, "data type or operation not supported by the aggregator") \
+	X(EPROTO, -11, "the ranks disagree or the aggregator broke the protocol") \
+	X(EFAILED, -12, "the communicator failed earlier and cannot be used")
+
+/** Error codes of every libinca function. */
+enum inca_error {
+#define INCA_X_(n, v, d) INCA_##n = v,
+	INCA_ERRORS(INCA_X_)
+#undef INCA_X_
+};
+
+/**
+ * Description of an error code (or of a positive value: "unknown error").
+ * Never NULL. Thread-safe.
+ */
+INCA_API const char *inca_strerror(int err);
+
+/** How floating-point data travels. */
+enum inca_float_mode {
+	/** Native when the aggregator has INCA_CAP_NATIVE_FLOAT, else BFP. */
+	INCA_FLOAT_AUTO = 0,
+	/** fp32/fp16/bf16 on the wire; INCA_ENOTSUP if the aggregator can't. */
+	INCA_FLOAT_NATIVE,
+	/** Sums as block fixed point, min/max as order-preserving int32. */
+	INCA_FLOAT_BFP,
+};
+
+/** Log levels passed to an inca_log_fn. */
+enum inca_log_level {
+	INCA_LOG_ERR = 0,
+	INCA_LOG_WARN,
+	INCA_LOG_INFO,
+	INCA_LOG_DEBUG,
+};
+
+/**
+ * A log function: @p msg is one line without a trailing newline. Called
+ * from whichever thread uses the communicator that logs.
+ */
+typedef void inca_log_fn(void *ctx, int level, const char *msg);
+
+/**
+ * Install the process-wide log function (NULL: no logging, the default).
+ * Messages above @p max_level are not produced. Thread-safe.
+ */
+INCA_API void inca_set_log_fn(inca_log_fn *fn, void *ctx, int max_level);
+
+/** What a fallback function is asked to do: a host allreduce. */
+struct inca_fallback_args {
+	/** Input; may equal recvbuf (in place: use MPI_IN_PLACE with MPI). */
+	const void *sendbuf;
+	/** Output, @c count elements. */
+	void *recvbuf;
+	/** Number of elements. */
+	size_t count;
+	/** enum inca_dtype of the elements. */
+	unsigned dtype;
+	/** enum inca_op. */
+	unsigned op;
+};
+
+/**
+ * A host allreduce across the same ranks as the communicator: every rank
+ * receives op over all ranks' sendbuf. Returns 0 or a negative value
+ * (reported as INCA_EFALLBACK). The library calls it from the thread that
+ * called into the communicator, and every rank makes the same sequence of
+ * calls.
+ */
+typedef int inca_fallback_fn(void *ctx, const struct inca_fallback_args *a);
+
+/** Options of a communicator; initialise with inca_comm_opts_init(). */
+struct inca_comm_opts {
+	/** Aggregator "IPv4[:port]" or "host[:port]" (port 18766 if omitted). */
+	const char *aggregator;
+	/** Local "IPv4[:port]" to send from (NULL: any address, any port). */
+	const char *bind;
+	/** Job id, 1..65535. */
+	uint16_t job;
+	/** This worker's rank, 0..size-1. */
+	uint16_t rank;
+	/** Number of workers of the job, 1..INCA_MAX_WORKERS. */
+	uint16_t size;
+	/** Job token every message carries. */
+	uint32_t token;
+	/** Chunks in flight wanted (0: 32). The aggregator may grant fewer. */
+	uint16_t window;
+	/** Slots wanted for the job (0: the aggregator's default). */
+	uint16_t pool_size;
+	/** Elements per packet wanted (0: 256). The aggregator may grant fewer. */
+	uint16_t max_elems;
+	/** Largest IP packet to send (0: 1500); bounds the payload bytes. */
+	uint16_t mtu;
+	/** First retransmission timeout in ms (0: 20); doubles up to 16x. */
+	uint32_t timeout_ms;
+	/**
+	 * Aggregator silence in ms after which the library gives up: falls back,
+	 * or returns INCA_ETIMEDOUT (0: 3000).
+	 */
+	uint32_t give_up_ms;
+	/** enum inca_float_mode. */
+	int float_mode;
+	/**
+	 * In fallback mode, try to return to the aggregator every this many
+	 * collectives (0: 64; UINT32_MAX: never).
+	 */
+	uint32_t probe_every;
+	/**
+	 * Fallback host allreduce used from creation on (also settable later
+	 * with inca_comm_set_fallback()). With one here, a failed JOIN does
+	 * not fail inca_comm_create(): the communicator starts in fallback mode.
+	 */
+	inca_fallback_fn *fallback;
+	/** Context passed to @c fallback. */
+	void *fallback_ctx;
+};
+
+/**
+ * Fill @p o with the defaults (every numeric field 0 means "default").
+ * Thread-safe.
+ */
+INCA_API void inca_comm_opts_init(struct inca_comm_opts *o);
+
+/**
+ * Override fields of @p o from the environment: INCA_AGGREGATOR, INCA_BIND,
+ * INCA_JOB, INCA_RANK (else OMPI_COMM_WORLD_RANK, PMI_RANK), INCA_SIZE
+ * (else OMPI_COMM_WORLD_SIZE, PMI_SIZE), INCA_TOKEN, INCA_WINDOW,
+ * INCA_POOL_SIZE, INCA_MAX_ELEMS, INCA_MTU, INCA_TIMEOUT_MS,
+ * INCA_GIVE_UP_MS, INCA_FLOAT_MODE (auto, native, bfp), INCA_PROBE_EVERY.
+ * String fields point into the environment. Returns INCA_EINVAL when a
+ * variable is malformed (and names it through the log function).
+ * Thread-safe as long as nobody modifies the environment meanwhile.
+ */
+INCA_API int inca_comm_opts_from_env(struct inca_comm_opts *o);
+
+/** A communicator: one worker's membership in one job. Opaque. */
+struct inca_comm;
+/** An allreduce in flight. Opaque. */
+struct inca_request;
+
+/**
+ * Create a communicator and join the job: HELLO (capabilities), then JOIN,
+ * each retried with backoff until give_up_ms. On success *out is set.
+ * Without a fallback in @p o, a NACK gives INCA_EREFUSED and silence
+ * INCA_ETIMEDOUT; with one, both give INCA_OK and a communicator in
+ * fallback mode. Thread-safe (creates independent state).
+ */
+INCA_API int inca_comm_create(const struct inca_comm_opts *o, struct inca_comm **out);
+
+/**
+ * inca_comm_create() with the options @p base (NULL: defaults) overridden
+ * by the environment (see inca_comm_opts_from_env()). Thread-safe under the
+ * same condition as inca_comm_opts_from_env().
+ */
+INCA_API int inca_comm_create_env(const struct inca_comm_opts *base, struct inca_comm **out);
+
+/**
+ * Leave the job (LEAVE, waiting briefly for its answer) and free the
+ * communicator and every request still attached to it. NULL is fine.
+ * Not thread-safe with other calls on @p c.
+ */
+INCA_API void inca_comm_destroy(struct inca_comm *c);
+
+/**
+ * Register (or, with NULL, remove) the fallback host allreduce. Not
+ * thread-safe with other calls on @p c.
+ */
+INCA_API void inca_comm_set_fallback(struct inca_comm *c, inca_fallback_fn *fn, void *ctx);
+
+/** Value for sendbuf: operate in place on recvbuf. */
+#define INCA_IN_PLACE ((const void *)1)
+
+/**
+ * Allreduce of @p count elements of @p dtype with @p op, blocking until
+ * the result is in @p recvbuf. @p sendbuf may equal @p recvbuf or be
+ * INCA_IN_PLACE. count 0 is a no-op that still must be matched by every
+ * rank. Requests started earlier on @p c complete first. Not thread-safe
+ * with other calls on @p c.
+ */
+INCA_API int inca_allreduce(struct inca_comm *c, const void *sendbuf, void *recvbuf,
+			    size_t count, unsigned dtype, unsigned op);
+
+/**
+ * Start an allreduce; *req receives a request to complete with inca_test()
+ * or inca_wait(). Several requests may be in flight: their chunks stream
+ * in issue order through one window, and they complete in issue order.
+ * The buffers must stay untouched until the request completes. Returns
+ * INCA_EBUSY beyond 1024 requests in flight. Not thread-safe with other
+ * calls on @p c.
+ */
+INCA_API int inca_iallreduce(struct inca_comm *c, const void *sendbuf, void *recvbuf,
+			     size_t count, unsigned dtype, unsigned op,
+			     struct inca_request **req);
+
+/**
+ * Make progress without waiting and report whether *req completed. When
+ * *done is set to 1, the request's result is returned and *req is freed
+ * and set to NULL. In fallback mode the host allreduce runs inside this
+ * call and may block. Not thread-safe with other calls on the request's
+ * communicator.
+ */
+INCA_API int inca_test(struct inca_request **req, int *done);
+
+/**
+ * Block until *req completes; return its result, free it, set *req to NULL.
+ * Not thread-safe with other calls on the request's communicator.
+ */
+INCA_API int inca_wait(struct inca_request **req);
+
+/**
+ * Broadcast @p bytes bytes of @p buf from @p root to every rank, bit-exact
+ * whatever the content (an int32 sum of the raw bytes in which the other
+ * ranks contribute zeros). Blocking. Not thread-safe with other calls on
+ * @p c.
+ */
+INCA_API int inca_broadcast(struct inca_comm *c, void *buf, size_t bytes, unsigned root);
+
+/**
+ * Return once every rank has entered the barrier (an allreduce of one
+ * int32). Not thread-safe with other calls on @p c.
+ */
+INCA_API int inca_barrier(struct inca_comm *c);
+
+/**
+ * Service the communicator between collectives: receive and discard late
+ * packets and keep the membership alive (HEARTBEAT) during long compute
+ * phases. Never blocks. Not thread-safe with other calls on @p c.
+ */
+INCA_API int inca_comm_progress(struct inca_comm *c);
+
+/**
+ * Counters of a communicator. X(name, description).
+ */
+#define INCA_STATS_FIELDS(X) \
+	X(tx_pkts, "packets sent") \
+	X(tx_bytes, "INCA message bytes sent (headers included)") \
+	X(rx_pkts, "packets received") \
+	X(rx_bytes, "INCA message bytes received") \
+	X(retransmits, "contributions sent again after a timeout") \
+	X(replays, "results received marked as replays (RETX)") \
+	X(dup_results, "results ignored: duplicate, stale or unexpected") \
+	X(rx_invalid, "packets dropped: malformed or not for this member") \
+	X(nacks, "NACKs received (by reason in nack_reasons)") \
+	X(heartbeats, "HEARTBEATs sent") \
+	X(send_errors, "send calls that failed (counted, retried later)") \
+	X(collectives, "collectives started") \
+	X(chunks, "chunks completed through the aggregator") \
+	X(bfp_chunks, "chunks that travelled as block fixed point") \
+	X(recoveries, "switches from the aggregator to the fallback") \
+	X(fallback_calls, "calls of the fallback function") \
+	X(fallback_collectives, "collectives completed (partly) by the fallback") \
+	X(probes, "attempts to return from fallback to the aggregator") \
+	X(rejoins, "successful returns to the aggregator")
+
+/** Counter snapshot filled by inca_comm_stats(). */
+struct inca_stats {
+#define INCA_X_(n, d) uint64_t n;
+	INCA_STATS_FIELDS(INCA_X_)
+#undef INCA_X_
+	/** NACKs by enum inca_nack_reason. */
+	uint64_t nack_reasons[INCA_NACK_MAX_];
+};
+
+/** Copy the communicator's counters into @p st. Not thread-safe with other calls on @p c. */
+INCA_API void inca_comm_stats(const struct inca_comm *c, struct inca_stats *st);
+
+/** Name of the counter at index @p i of INCA_STATS_FIELDS, NULL past the end. Thread-safe. */
+INCA_API const char *inca_stats_name(unsigned i);
+
+/** What the communicator currently uses, for inca_comm_info(). */
+struct inca_comm_info {
+	int in_fallback;       /**< 1: collectives run through the fallback */
+	int float_native;      /**< 1: floats travel natively */
+	uint16_t window;       /**< chunks in flight (0 if never joined) */
+	uint16_t pool_size;    /**< slots granted */
+	uint16_t max_elems;    /**< elements per packet granted */
+	uint16_t caps;         /**< INCA_CAP_* of the aggregator */
+	uint32_t hb_ms;        /**< heartbeat interval the aggregator wants */
+	uint32_t evict_ms;     /**< silence after which the aggregator evicts */
+	size_t footprint;      /**< bytes the communicator allocated */
+};
+
+/** Fill @p info. Not thread-safe with other calls on @p c. */
+INCA_API void inca_comm_info(const struct inca_comm *c, struct inca_comm_info *info);
+
+/**
+ * Bound on the absolute error of one element of a block-fixed-point sum of
+ * @p nworkers values whose largest magnitude has binary exponent @p exp
+ * (|x| < 2^exp for every input of its chunk) and whose result is @p result:
+ * nworkers * 2^(exp - s - 1) + 2^-24 * |result|, s = 30 - ceil(log2
+ * nworkers) - exp. Thread-safe.
+ */
+INCA_API double inca_bfp_error_bound(unsigned nworkers, int exp, double result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INCA_INCA_H */
