@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * incad's configuration as a plain struct. config.c is the only file that
+ * knows libconfig: it parses, validates and copies into this struct, and
+ * reports every problem as "file:line: message" on stderr.
+ */
+#ifndef INCAD_CONFIG_H
+#define INCAD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <inca/wire.h>
+
+#define INCAD_MAX_PORTS 16
+#define INCAD_MAX_LCORES 16
+#define INCAD_MAX_TENANTS 64
+#define INCAD_MAX_STATIC_JOBS 256
+#define INCAD_MAX_PREFIXES 16
+#define INCAD_NAME_LEN 32
+#define INCAD_DEVARGS_LEN 512
+/* Global slot memory may not exceed this many slots (2 sets each). */
+#define INCAD_MAX_SLOTS (1u << 20)
+
+enum incad_mode {
+	INCAD_MODE_AGGREGATOR, /* answer what is addressed to incad, drop the rest */
+	INCAD_MODE_SWITCH,     /* also learn MACs and forward other frames between ports */
+};
+
+enum incad_idle {
+	INCAD_IDLE_ADAPTIVE, /* sleep with exponential backoff after empty polls */
+	INCAD_IDLE_POLL,     /* never sleep */
+};
+
+struct incad_prefix {
+	uint32_t addr; /* host order, already masked */
+	uint32_t mask;
+};
+
+struct incad_port_conf {
+	char name[INCAD_NAME_LEN];
+	/* Exactly one of these says where the port comes from. */
+	char device[INCAD_DEVARGS_LEN];  /* an ethdev EAL already probed (--vdev, -a) */
+	char devargs[INCAD_DEVARGS_LEN]; /* a device incad hot-plugs */
+	char pci[INCAD_DEVARGS_LEN];     /* a PCI address */
+	uint32_t ipv4;                   /* host order */
+	uint8_t prefix_len;
+	bool has_mac;
+	uint8_t mac[6];
+	uint16_t rx_queue_size;
+	uint16_t tx_queue_size;
+	uint16_t mtu;                    /* 0: leave the device's */
+	int line;
+};
+
+struct incad_tenant_conf {
+	char name[INCAD_NAME_LEN];
+	uint32_t token;
+	uint16_t job_min, job_max;
+	uint32_t slot_quota;
+	bool dynamic_jobs;
+	unsigned int nprefixes;          /* 0: any source */
+	struct incad_prefix prefixes[INCAD_MAX_PREFIXES];
+};
+
+struct incad_member_conf {
+	uint16_t rank;
+	uint32_t ip;       /* host order */
+	uint16_t udp_port; /* 0: any */
+};
+
+struct incad_job_conf {
+	uint16_t id;
+	unsigned int tenant; /* index into incad_config.tenants */
+	uint16_t nworkers;
+	uint16_t pool_size;
+	uint16_t max_elems;
+	uint16_t window;
+	uint16_t dtypes;     /* bit (1 << enum inca_dtype) */
+	uint16_t ops;        /* bit (1 << enum inca_op) */
+	uint32_t fixed;      /* ranks with a fixed address */
+	struct incad_member_conf members[INCA_MAX_WORKERS]; /* indexed by rank */
+};
+
+struct incad_config {
+	char path[4096];
+	enum incad_mode mode;
+	uint16_t inca_port;
+	unsigned int workers;          /* dataplane lcores */
+	enum incad_idle idle;
+	uint32_t idle_max_sleep_us;
+	uint32_t idle_empty_polls;     /* empty polls before the first sleep */
+	uint32_t mbufs;                /* mbuf pool size */
+	uint32_t ring_size;            /* per-lcore dispatch and tx rings */
+	uint16_t pool_size;            /* default slots of a dynamic job */
+	uint16_t max_elems;            /* largest element count incad accepts */
+	uint16_t window;               /* default window */
+	uint32_t max_slots;            /* slots of all jobs together */
+	uint32_t hb_ms;
+	uint32_t evict_ms;             /* 0: never evict */
+	uint32_t stats_interval;       /* seconds, 0: off */
+	uint32_t mac_table_size;       /* switch mode MAC table entries */
+	uint32_t mac_age_s;
+	unsigned int nports;
+	struct incad_port_conf ports[INCAD_MAX_PORTS];
+	unsigned int ntenants;
+	struct incad_tenant_conf tenants[INCAD_MAX_TENANTS];
+	unsigned int njobs;
+	struct incad_job_conf *jobs;
+};
+
+/* Fill @c with the built-in defaults (no ports, tenants or jobs). */
+void incad_config_defaults(struct incad_config *c);
+
+/*
+ * Load and validate @path into @c (defaults first). On error, print
+ * "file:line: message" lines to stderr and return -EINVAL (or -ENOENT,
+ * -ENOMEM); @c is then freed.
+ */
+int incad_config_load(const char *path, struct incad_config *c);
+
+/* Free what incad_config_load allocated; fine on a zeroed struct. */
+void incad_config_free(struct incad_config *c);
+
+/* Largest frame incad must receive for its max_elems, IPv4 options included. */
+size_t incad_config_max_frame(const struct incad_config *c);
+
+/* Parse "a.b.c.d" into host order; 0 on success, -EINVAL otherwise. */
+int incad_parse_ipv4(const char *s, uint32_t *ip);
+
+/* Format a host-order IPv4 address into @buf (at least 16 bytes). */
+const char *incad_ipv4_str(uint32_t ip, char *buf, size_t len);
+
+#endif /* INCAD_CONFIG_H */

@@ -1,0 +1,656 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * Control plane: admission of members into jobs, job life cycle, tenants'
+ * slot quotas, liveness. It runs on the I/O lcore between bursts (see
+ * ctrl.h) and is the only writer of the job table, the member views and
+ * the tenants' bookkeeping.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include "ctrl.h"
+#include "dataplane.h"
+
+#define ALL_DTYPES ((1u << INCA_DTYPE_COUNT) - 1)
+#define ALL_OPS ((1u << INCA_OP_COUNT) - 1)
+#define CAPS_BITS (INCA_CAP_NATIVE_FLOAT | INCA_CAP_BFP | INCA_CAP_SEQ_CHECK)
+
+struct incad_job *incad_jobs[65536];
+
+static TAILQ_HEAD(, incad_job) job_list = TAILQ_HEAD_INITIALIZER(job_list);
+static uint32_t tenant_used[INCAD_MAX_TENANTS];
+static uint32_t slots_used;
+static size_t jobs_bytes;
+/* Global slot space: a bit per slot, first-fit allocation of a job's range. */
+static uint64_t *slot_map;
+
+uint32_t
+incad_tenant_used(unsigned int t)
+{
+	return t < INCAD_MAX_TENANTS ? __atomic_load_n(&tenant_used[t], __ATOMIC_RELAXED) : 0;
+}
+
+uint32_t
+incad_slots_used(void)
+{
+	return __atomic_load_n(&slots_used, __ATOMIC_RELAXED);
+}
+
+size_t
+incad_jobs_bytes(void)
+{
+	return __atomic_load_n(&jobs_bytes, __ATOMIC_RELAXED);
+}
+
+static inline bool
+slot_busy(uint32_t i)
+{
+	return slot_map[i / 64] & (1ull << (i % 64));
+}
+
+static void
+slot_mark(uint32_t base, uint32_t n, bool busy)
+{
+	uint32_t i;
+
+	for (i = base; i < base + n; i++) {
+		if (busy)
+			slot_map[i / 64] |= 1ull << (i % 64);
+		else
+			slot_map[i / 64] &= ~(1ull << (i % 64));
+	}
+}
+
+/* First fit of @n contiguous slots; -ENOSPC when memory is exhausted. */
+static int64_t
+slot_alloc(uint32_t n)
+{
+	uint32_t max = incad.cfg.max_slots, i = 0, run = 0;
+
+	if (n > max - slots_used)
+		return -ENOSPC;
+	while (i < max) {
+		if (slot_busy(i)) {
+			run = 0;
+			i++;
+			continue;
+		}
+		if (++run == n) {
+			slot_mark(i + 1 - n, n, true);
+			return i + 1 - n;
+		}
+		i++;
+	}
+	return -ENOSPC;
+}
+
+void
+incad_reply_hdr(const struct inca_msg *req, uint8_t type, uint16_t reason,
+		struct inca_msg *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->version = INCA_PROTO_VERSION;
+	out->type = type;
+	out->dtype = req->dtype;
+	out->op = req->op;
+	out->job = req->job;
+	out->rank = req->rank;
+	out->token = req->token;
+	out->slot = req->slot;
+	out->flags = req->flags;
+	out->seq = req->seq;
+	out->offset = req->offset;
+	out->reason = reason;
+}
+
+static void
+caps_info(struct inca_ctrl_info *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->ver_min = INCA_PROTO_VERSION;
+	c->ver_max = INCA_PROTO_VERSION;
+	c->dtypes = ALL_DTYPES;
+	c->ops = ALL_OPS;
+	c->max_elems = incad.cfg.max_elems;
+	c->pool_size = incad.cfg.pool_size;
+	c->window = incad.cfg.window < incad.cfg.pool_size ? incad.cfg.window :
+							      incad.cfg.pool_size;
+	c->caps = CAPS_BITS;
+	c->hb_ms = incad.cfg.hb_ms;
+	c->evict_ms = incad.cfg.evict_ms;
+}
+
+/* Answer the request in @m with @type (+ control body @c); frees @m. */
+static void
+reply(struct incad_lcore *lc, struct rte_mbuf *m, uint8_t type, uint16_t reason,
+      const struct inca_ctrl_info *c)
+{
+	const struct incad_meta *meta = incad_meta(m);
+	uint8_t body[INCA_CTRL_LEN];
+	struct incad_dest d;
+	struct inca_msg h;
+	struct rte_mbuf *r;
+
+	incad_dest_of(meta, &d);
+	incad_reply_hdr(&meta->msg, type, reason, &h);
+	if (c != NULL)
+		inca_ctrl_encode(c, body);
+	r = incad_build_msg(lc, &d, &h, body, c != NULL ? INCA_CTRL_LEN : 0);
+	rte_pktmbuf_free(m);
+	if (r == NULL)
+		return;
+	if (type == INCA_MSG_NACK) {
+		lc->st.cnt[INCAD_CNT_NACK_TX]++;
+		lc->st.nack[reason]++;
+	} else {
+		lc->st.cnt[INCAD_CNT_CTRL_TX]++;
+	}
+	incad_tx(lc, r, d.port);
+}
+
+static void
+nack(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t reason)
+{
+	const struct incad_meta *meta = incad_meta(m);
+	struct inca_ctrl_info c;
+	char ip[16];
+
+	INCAD_LOG(ctrl, DEBUG, "%s from %s:%u job %u rank %u refused: %s",
+		  inca_msg_type_name(meta->msg.type), incad_ipv4_str(meta->src_ip, ip, sizeof(ip)),
+		  meta->src_port, meta->msg.job, meta->msg.rank, inca_nack_name(reason));
+	lc->st.drop[INCAD_DROP_CTRL_REFUSED]++;
+	/* Only BAD_VERSION tells the worker what incad speaks instead. */
+	if (reason == INCA_NACK_BAD_VERSION) {
+		caps_info(&c);
+		reply(lc, m, INCA_MSG_NACK, reason, &c);
+	} else {
+		reply(lc, m, INCA_MSG_NACK, reason, NULL);
+	}
+}
+
+static struct incad_job *
+job_create(uint16_t id, unsigned int tenant, uint32_t token, uint16_t nworkers,
+	   uint16_t pool_size, uint16_t max_elems, uint16_t dtypes, uint16_t ops,
+	   uint16_t window, const struct incad_job_conf *conf, int *err)
+{
+	struct agg_job_params p = {
+		.job = id,
+		.token = token,
+		.nworkers = nworkers,
+		.pool_size = pool_size,
+		.max_elems = max_elems,
+		.dtypes = dtypes,
+		.ops = ops,
+		.seq_check = true,
+	};
+	struct incad_job *j;
+	int64_t base;
+
+	base = slot_alloc(pool_size);
+	if (base < 0) {
+		*err = (int)base;
+		return NULL;
+	}
+	j = rte_zmalloc("incad_job", sizeof(*j), RTE_CACHE_LINE_SIZE);
+	if (j == NULL)
+		goto err_slots;
+	j->view = calloc(1, sizeof(*j->view));
+	if (j->view == NULL)
+		goto err_job;
+	j->agg = agg_job_create(&p);
+	if (j->agg == NULL)
+		goto err_view;
+	j->id = id;
+	j->token = token;
+	j->dynamic = conf == NULL;
+	j->tenant = tenant;
+	j->conf = conf;
+	j->window = window < pool_size ? window : pool_size;
+	j->pool_base = (uint32_t)base;
+	j->created = incad_now();
+	TAILQ_INSERT_TAIL(&job_list, j, next);
+	__atomic_store_n(&tenant_used[tenant], tenant_used[tenant] + pool_size,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&slots_used, slots_used + pool_size, __ATOMIC_RELAXED);
+	__atomic_store_n(&jobs_bytes, jobs_bytes + agg_job_footprint(&p) + sizeof(*j),
+			 __ATOMIC_RELAXED);
+	/* Published last: a reader that finds the job finds it whole. */
+	__atomic_store_n(&incad_jobs[id], j, __ATOMIC_RELEASE);
+	INCAD_LOG(ctrl, INFO, "job %u created (%s, tenant %s): %u workers, %u slots at %u, "
+		  "%u elements", id, conf ? "static" : "dynamic", incad.cfg.tenants[tenant].name,
+		  nworkers, pool_size, j->pool_base, max_elems);
+	return j;
+
+err_view:
+	free(j->view);
+err_job:
+	rte_free(j);
+err_slots:
+	slot_mark((uint32_t)base, pool_size, false);
+	*err = -ENOMEM;
+	return NULL;
+}
+
+/* Unpublish and free @j once no reader can hold it. */
+static void
+job_destroy(struct incad_lcore *lc, struct incad_job *j)
+{
+	uint16_t pool = j->agg->p.pool_size;
+
+	__atomic_store_n(&incad_jobs[j->id], NULL, __ATOMIC_RELEASE);
+	rte_rcu_qsbr_synchronize(incad.qs, lc != NULL ? lc->idx : RTE_QSBR_THRID_INVALID);
+	TAILQ_REMOVE(&job_list, j, next);
+	slot_mark(j->pool_base, pool, false);
+	__atomic_store_n(&tenant_used[j->tenant], tenant_used[j->tenant] - pool,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&slots_used, slots_used - pool, __ATOMIC_RELAXED);
+	__atomic_store_n(&jobs_bytes, jobs_bytes - agg_job_footprint(&j->agg->p) - sizeof(*j),
+			 __ATOMIC_RELAXED);
+	INCAD_LOG(ctrl, INFO, "job %u deleted, %u slots returned", j->id, pool);
+	agg_job_destroy(j->agg);
+	free(j->view);
+	rte_free(j);
+}
+
+/*
+ * Publish a new member view. With @reset the job is paused first and its
+ * sets are reset once every lcore has left agg_contribute(): a job that
+ * lost a member can never complete its open sets.
+ */
+static int
+view_update(struct incad_lcore *lc, struct incad_job *j, const struct incad_view *nv,
+	    bool reset)
+{
+	struct incad_view *n = malloc(sizeof(*n));
+	struct incad_view *old = j->view;
+
+	if (n == NULL)
+		return -ENOMEM;
+	*n = *nv;
+	if (reset)
+		__atomic_store_n(&j->paused, 1, __ATOMIC_RELEASE);
+	agg_job_set_members(j->agg, n->live);
+	__atomic_store_n(&j->view, n, __ATOMIC_RELEASE);
+	rte_rcu_qsbr_synchronize(incad.qs, lc->idx);
+	if (reset) {
+		agg_job_reset(j->agg);
+		j->resets++;
+		__atomic_store_n(&j->paused, 0, __ATOMIC_RELEASE);
+	}
+	free(old);
+	return 0;
+}
+
+static int
+tenant_find(uint16_t job, uint32_t token)
+{
+	unsigned int t;
+
+	for (t = 0; t < incad.cfg.ntenants; t++) {
+		const struct incad_tenant_conf *tc = &incad.cfg.tenants[t];
+
+		if (tc->token == token && job >= tc->job_min && job <= tc->job_max)
+			return (int)t;
+	}
+	return -1;
+}
+
+static bool
+source_allowed(const struct incad_tenant_conf *tc, uint32_t ip)
+{
+	unsigned int i;
+
+	if (tc->nprefixes == 0)
+		return true;
+	for (i = 0; i < tc->nprefixes; i++)
+		if ((ip & tc->prefixes[i].mask) == tc->prefixes[i].addr)
+			return true;
+	return false;
+}
+
+static inline bool
+same_addr(const struct incad_member *mb, const struct incad_meta *meta)
+{
+	return mb->ip == meta->src_ip && mb->udp_port == meta->src_port;
+}
+
+static void
+join_ack(struct incad_lcore *lc, struct rte_mbuf *m, const struct incad_job *j,
+	 const struct incad_grant *g)
+{
+	struct inca_ctrl_info c;
+
+	caps_info(&c);
+	c.dtypes = g->dtypes;
+	c.ops = g->ops;
+	c.max_elems = g->max_elems;
+	c.nworkers = j->agg->p.nworkers;
+	c.pool_size = j->agg->p.pool_size;
+	c.window = g->window;
+	c.pool_base = j->pool_base;
+	reply(lc, m, INCA_MSG_JOIN_ACK, 0, &c);
+}
+
+static void
+ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
+{
+	const struct incad_meta *meta = incad_meta(m);
+	const struct inca_msg *msg = &meta->msg;
+	const struct incad_tenant_conf *tc;
+	const struct incad_member_conf *fixed;
+	struct incad_job *j = incad_jobs[msg->job];
+	uint32_t bit = 1u << msg->rank;
+	struct inca_ctrl_info c;
+	struct incad_grant g;
+	struct incad_view nv;
+	uint16_t wanted_d, wanted_o, nworkers;
+	bool created = false;
+	int t, err = 0;
+
+	inca_ctrl_decode(msg->body, &c);
+	if (c.ver_min > INCA_PROTO_VERSION || c.ver_max < INCA_PROTO_VERSION) {
+		nack(lc, m, INCA_NACK_BAD_VERSION);
+		return;
+	}
+	if (j != NULL) {
+		if (msg->token != j->token) {
+			nack(lc, m, INCA_NACK_BAD_TOKEN);
+			return;
+		}
+		t = (int)j->tenant;
+	} else {
+		t = tenant_find(msg->job, msg->token);
+		if (t < 0 || !incad.cfg.tenants[t].dynamic_jobs) {
+			nack(lc, m, INCA_NACK_UNKNOWN_JOB);
+			return;
+		}
+	}
+	tc = &incad.cfg.tenants[t];
+	if (!source_allowed(tc, meta->src_ip)) {
+		nack(lc, m, INCA_NACK_NOT_MEMBER);
+		return;
+	}
+	nworkers = j != NULL ? j->agg->p.nworkers : c.nworkers;
+	if (c.nworkers != nworkers || msg->rank >= nworkers) {
+		nack(lc, m, INCA_NACK_BAD_PARAMS);
+		return;
+	}
+	if (j != NULL && j->conf != NULL && (j->conf->fixed & bit)) {
+		fixed = &j->conf->members[msg->rank];
+		if (fixed->ip != meta->src_ip ||
+		    (fixed->udp_port != 0 && fixed->udp_port != meta->src_port)) {
+			nack(lc, m, INCA_NACK_NOT_MEMBER);
+			return;
+		}
+	}
+	wanted_d = c.dtypes != 0 ? c.dtypes : (uint16_t)(1u << msg->dtype);
+	wanted_o = c.ops != 0 ? c.ops : (uint16_t)(1u << msg->op);
+	if (wanted_d & ~(j != NULL ? j->agg->p.dtypes : ALL_DTYPES)) {
+		nack(lc, m, INCA_NACK_UNSUPPORTED_DTYPE);
+		return;
+	}
+	if (wanted_o & ~(j != NULL ? j->agg->p.ops : ALL_OPS)) {
+		nack(lc, m, INCA_NACK_UNSUPPORTED_OP);
+		return;
+	}
+
+	if (j == NULL) {
+		uint16_t max_e = c.max_elems != 0 && c.max_elems < incad.cfg.max_elems ?
+			c.max_elems : incad.cfg.max_elems;
+		uint32_t pool = c.pool_size != 0 ? c.pool_size : incad.cfg.pool_size;
+		uint32_t avail = tc->slot_quota - tenant_used[t];
+
+		/* A worker asking for more than is left gets what is left. */
+		if (avail == 0) {
+			nack(lc, m, INCA_NACK_QUOTA_EXHAUSTED);
+			return;
+		}
+		if (pool > avail)
+			pool = avail;
+		j = job_create(msg->job, (unsigned int)t, msg->token, nworkers, (uint16_t)pool,
+			       max_e, ALL_DTYPES, ALL_OPS, incad.cfg.window, NULL, &err);
+		if (j == NULL) {
+			nack(lc, m, INCA_NACK_NO_SLOTS);
+			return;
+		}
+		created = true;
+	}
+
+	if (j->view->live & bit) {
+		/* A repeated JOIN from the member's address gets the same answer. */
+		if (same_addr(&j->view->m[msg->rank], meta)) {
+			__atomic_store_n(&j->last_seen[msg->rank], now, __ATOMIC_RELAXED);
+			join_ack(lc, m, j, &j->grant[msg->rank]);
+		} else {
+			nack(lc, m, INCA_NACK_JOB_FULL);
+		}
+		return;
+	}
+
+	g.max_elems = c.max_elems != 0 && c.max_elems < j->agg->p.max_elems ? c.max_elems :
+									      j->agg->p.max_elems;
+	g.window = c.window != 0 ? c.window : j->window;
+	if (g.window > j->agg->p.pool_size)
+		g.window = j->agg->p.pool_size;
+	g.dtypes = wanted_d;
+	g.ops = wanted_o;
+
+	nv = *j->view;
+	nv.live |= bit;
+	nv.evicted &= ~bit;
+	nv.lost &= ~bit;
+	nv.m[msg->rank].ip = meta->src_ip;
+	nv.m[msg->rank].local_ip = meta->dst_ip;
+	nv.m[msg->rank].udp_port = meta->src_port;
+	nv.m[msg->rank].port = meta->in_port;
+	memcpy(nv.m[msg->rank].mac, meta->src_mac, 6);
+	__atomic_store_n(&j->last_seen[msg->rank], now, __ATOMIC_RELAXED);
+	if (view_update(lc, j, &nv, false) != 0) {
+		if (created)
+			job_destroy(lc, j);
+		nack(lc, m, INCA_NACK_NO_SLOTS);
+		return;
+	}
+	j->grant[msg->rank] = g;
+	INCAD_LOG(ctrl, INFO, "job %u: rank %u joined from port %s", j->id, msg->rank,
+		  incad.ports[meta->in_port].name);
+	join_ack(lc, m, j, &g);
+}
+
+/* Remove the ranks in @gone (evicted when @evicted); may delete the job. */
+static void
+members_remove(struct incad_lcore *lc, struct incad_job *j, uint32_t gone, bool evicted)
+{
+	struct incad_view nv = *j->view;
+
+	nv.live &= ~gone;
+	if (evicted)
+		nv.evicted |= gone;
+	/* The others learn of the loss through MEMBER_LOST; with nobody left
+	 * there is nobody to tell. */
+	nv.lost = nv.live != 0 ? nv.lost | gone : 0;
+	if (view_update(lc, j, &nv, true) != 0) {
+		/* Keep the old view, but never aggregate with a missing member. */
+		__atomic_store_n(&j->paused, 1, __ATOMIC_RELEASE);
+		INCAD_LOG(ctrl, ERR, "job %u: out of memory, job paused", j->id);
+		return;
+	}
+	if (nv.live == 0 && j->dynamic)
+		job_destroy(lc, j);
+}
+
+static void
+ctrl_leave(struct incad_lcore *lc, struct rte_mbuf *m)
+{
+	const struct incad_meta *meta = incad_meta(m);
+	const struct inca_msg *msg = &meta->msg;
+	struct incad_job *j = incad_jobs[msg->job];
+	uint32_t bit = 1u << msg->rank;
+	struct incad_view nv;
+
+	/* A LEAVE is answered even when there is nothing left to do, so a
+	 * worker whose LEAVE_ACK was lost can retransmit. */
+	if (j == NULL) {
+		reply(lc, m, INCA_MSG_LEAVE_ACK, 0, NULL);
+		return;
+	}
+	if (msg->token != j->token) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_BAD_TOKEN);
+		return;
+	}
+	if (!same_addr(&j->view->m[msg->rank], meta)) {
+		reply(lc, m, INCA_MSG_LEAVE_ACK, 0, NULL);
+		return;
+	}
+	if (j->view->live & bit) {
+		INCAD_LOG(ctrl, INFO, "job %u: rank %u left", j->id, msg->rank);
+		members_remove(lc, j, bit, false);
+	} else if (j->view->evicted & bit) {
+		nv = *j->view;
+		nv.evicted &= ~bit;
+		view_update(lc, j, &nv, false);
+	}
+	reply(lc, m, INCA_MSG_LEAVE_ACK, 0, NULL);
+}
+
+static void
+ctrl_heartbeat(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
+{
+	const struct incad_meta *meta = incad_meta(m);
+	const struct inca_msg *msg = &meta->msg;
+	struct incad_job *j = incad_jobs[msg->job];
+	uint32_t bit = 1u << msg->rank;
+
+	if (j == NULL) {
+		nack(lc, m, INCA_NACK_UNKNOWN_JOB);
+		return;
+	}
+	if (msg->token != j->token) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_BAD_TOKEN);
+		return;
+	}
+	if (!same_addr(&j->view->m[msg->rank], meta)) {
+		nack(lc, m, INCA_NACK_NOT_MEMBER);
+		return;
+	}
+	if (j->view->live & bit) {
+		__atomic_store_n(&j->last_seen[msg->rank], now, __ATOMIC_RELAXED);
+		reply(lc, m, INCA_MSG_HEARTBEAT_ACK, 0, NULL);
+	} else if (j->view->evicted & bit) {
+		nack(lc, m, INCA_NACK_EVICTED);
+	} else {
+		nack(lc, m, INCA_NACK_NOT_MEMBER);
+	}
+}
+
+static void
+ctrl_hello(struct incad_lcore *lc, struct rte_mbuf *m)
+{
+	const struct inca_msg *msg = &incad_meta(m)->msg;
+	struct inca_ctrl_info c;
+
+	inca_ctrl_decode(msg->body, &c);
+	if (c.ver_min > INCA_PROTO_VERSION || c.ver_max < INCA_PROTO_VERSION) {
+		nack(lc, m, INCA_NACK_BAD_VERSION);
+		return;
+	}
+	caps_info(&c);
+	reply(lc, m, INCA_MSG_CAPS, 0, &c);
+}
+
+void
+incad_ctrl_handle(struct incad_lcore *lc, struct rte_mbuf *m)
+{
+	uint64_t now = incad_now();
+
+	lc->st.cnt[INCAD_CNT_CTRL_RX]++;
+	switch (incad_meta(m)->msg.type) {
+	case INCA_MSG_HELLO:
+		ctrl_hello(lc, m);
+		break;
+	case INCA_MSG_JOIN:
+		ctrl_join(lc, m, now);
+		break;
+	case INCA_MSG_LEAVE:
+		ctrl_leave(lc, m);
+		break;
+	case INCA_MSG_HEARTBEAT:
+		ctrl_heartbeat(lc, m, now);
+		break;
+	default:
+		incad_drop_mbuf(lc, m, INCAD_DROP_UNEXPECTED_MSG);
+		break;
+	}
+}
+
+void
+incad_ctrl_timer(struct incad_lcore *lc, uint64_t now)
+{
+	int64_t limit = (int64_t)(incad.hz * incad.cfg.evict_ms / 1000);
+	struct incad_job *j, *tmp;
+	uint32_t live, gone;
+	unsigned int r;
+
+	if (incad.cfg.evict_ms == 0)
+		return;
+	for (j = TAILQ_FIRST(&job_list); j != NULL; j = tmp) {
+		tmp = TAILQ_NEXT(j, next);
+		live = j->view->live;
+		gone = 0;
+		while (live != 0) {
+			r = __builtin_ctz(live);
+			live &= live - 1;
+			/* Signed: another lcore may have stored a later time. */
+			if ((int64_t)(now - __atomic_load_n(&j->last_seen[r], __ATOMIC_RELAXED)) >
+			    limit)
+				gone |= 1u << r;
+		}
+		if (gone == 0)
+			continue;
+		lc->st.cnt[INCAD_CNT_EVICT] += __builtin_popcount(gone);
+		INCAD_LOG(ctrl, NOTICE, "job %u: evicting ranks 0x%x (silent for %u ms)", j->id,
+			  gone, incad.cfg.evict_ms);
+		members_remove(lc, j, gone, true);
+	}
+}
+
+int
+incad_ctrl_init(void)
+{
+	const struct incad_config *cfg = &incad.cfg;
+	unsigned int i;
+	int err = 0;
+
+	slot_map = calloc((cfg->max_slots + 63) / 64, sizeof(*slot_map));
+	if (slot_map == NULL)
+		return -ENOMEM;
+	for (i = 0; i < cfg->njobs; i++) {
+		const struct incad_job_conf *jc = &cfg->jobs[i];
+
+		if (job_create(jc->id, jc->tenant, cfg->tenants[jc->tenant].token, jc->nworkers,
+			       jc->pool_size, jc->max_elems, jc->dtypes, jc->ops, jc->window, jc,
+			       &err) == NULL) {
+			INCAD_LOG(ctrl, ERR, "static job %u: %s", jc->id, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+void
+incad_ctrl_fini(void)
+{
+	struct incad_job *j;
+
+	while ((j = TAILQ_FIRST(&job_list)) != NULL)
+		job_destroy(NULL, j);
+	free(slot_map);
+	slot_map = NULL;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * incad's control plane: tenants, jobs and their members; HELLO, JOIN,
+ * LEAVE, HEARTBEAT; eviction. It runs on the I/O lcore, inline with the
+ * packets, so a message that follows a JOIN always sees its effect.
+ *
+ * The dataplane reads jobs without locks: the job table and each job's
+ * member view are pointers published with release stores and freed only
+ * after an RCU grace period (incad.qs); a job's sets are reset only while
+ * the job is paused and no lcore is inside agg_contribute() for it.
+ */
+#ifndef INCAD_CTRL_H
+#define INCAD_CTRL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "incad.h"
+
+/* Where a member sends from and how to reach it. */
+struct incad_member {
+	uint32_t ip;        /* host order */
+	uint32_t local_ip;  /* the incad address it talks to (answers come from it) */
+	uint16_t udp_port;
+	uint16_t port;      /* index into incad.ports */
+	uint8_t mac[6];
+};
+
+/* Immutable once published; replaced as a whole when membership changes. */
+struct incad_view {
+	uint32_t live;    /* admitted ranks */
+	uint32_t evicted; /* ranks evicted; their address is kept to NACK them */
+	uint32_t lost;    /* ranks evicted or gone; others get MEMBER_LOST until they rejoin */
+	struct incad_member m[INCA_MAX_WORKERS];
+};
+
+/* Per-lcore per-job counters. X(name, description). */
+#define INCAD_JOB_COUNTERS(X) \
+	X(CONTRIB, "contributions counted") \
+	X(COMPLETE, "sets completed") \
+	X(REPLAY, "replays sent") \
+	X(DROP, "contributions dropped")
+
+enum incad_job_counter {
+#define INCAD_X_(n, d) INCAD_JOB_##n,
+	INCAD_JOB_COUNTERS(INCAD_X_)
+#undef INCAD_X_
+	INCAD_JOB_CNT_COUNT
+};
+
+struct incad_job_stats {
+	uint64_t c[INCAD_JOB_CNT_COUNT];
+} __rte_cache_aligned;
+
+/* What a member was granted, to answer a repeated JOIN the same way. */
+struct incad_grant {
+	uint16_t max_elems;
+	uint16_t window;
+	uint16_t dtypes;
+	uint16_t ops;
+};
+
+struct incad_job {
+	struct agg_job *agg;
+	uint16_t id;
+	uint32_t token;
+	struct incad_view *view;           /* RCU-published */
+	uint32_t paused;                   /* sets being reset: contributions drop */
+	uint64_t last_seen[INCA_MAX_WORKERS]; /* timer cycles; written by any lcore */
+	struct incad_job_stats st[INCAD_MAX_LCORES];
+	/* Control plane only. */
+	TAILQ_ENTRY(incad_job) next;
+	bool dynamic;
+	unsigned int tenant;
+	const struct incad_job_conf *conf; /* static jobs */
+	uint16_t window;
+	uint32_t pool_base;
+	uint64_t created;
+	uint64_t resets;
+	struct incad_grant grant[INCA_MAX_WORKERS];
+};
+
+/* Job table, indexed by job id; readers load with acquire semantics. */
+extern struct incad_job *incad_jobs[65536];
+
+static inline struct incad_job *
+incad_job_get(uint16_t id)
+{
+	return __atomic_load_n(&incad_jobs[id], __ATOMIC_ACQUIRE);
+}
+
+static inline struct incad_view *
+incad_job_view(struct incad_job *j)
+{
+	return __atomic_load_n(&j->view, __ATOMIC_ACQUIRE);
+}
+
+/* Create the tenants' bookkeeping and the static jobs. 0 or -errno. */
+int incad_ctrl_init(void);
+/* Destroy every job (no lcore may run any more). */
+void incad_ctrl_fini(void);
+
+/*
+ * Handle the control message in @m (meta filled, on the I/O lcore @lc).
+ * Takes ownership of @m; answers go out through incad_tx().
+ */
+void incad_ctrl_handle(struct incad_lcore *lc, struct rte_mbuf *m);
+
+/* Evict silent members; called on the I/O lcore every few milliseconds. */
+void incad_ctrl_timer(struct incad_lcore *lc, uint64_t now);
+
+/* Slots in use by a tenant (racy read for telemetry). */
+uint32_t incad_tenant_used(unsigned int t);
+/* Slots in use by all jobs (racy read for telemetry). */
+uint32_t incad_slots_used(void);
+/* Bytes held by jobs now (racy read for telemetry). */
+size_t incad_jobs_bytes(void);
+
+/* Build the header of an answer to @req: echo of its job fields. */
+void incad_reply_hdr(const struct inca_msg *req, uint8_t type, uint16_t reason,
+		     struct inca_msg *out);
+
+#endif /* INCAD_CTRL_H */

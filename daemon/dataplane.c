@@ -1,0 +1,620 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * Dataplane lcores. The I/O lcore (index 0) polls every port and decides
+ * what each frame is; contributions go to the lcore that owns their slot
+ * ((job + slot) % nlcores), so every set is only ever touched by one lcore
+ * and the core needs no locks. Every mbuf has exactly one owner: a
+ * function that takes an mbuf either queues it for transmission, hands it
+ * to a ring, or frees it and counts why.
+ */
+#include <errno.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <rte_byteorder.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_lcore.h>
+#include <rte_prefetch.h>
+
+#include "ctrl.h"
+#include "dataplane.h"
+
+#define RX_BURST 32
+#define TX_BURST 64
+#define RING_BURST 64
+/* How often the I/O lcore looks for silent members. */
+#define TIMER_MS 10
+/* First adaptive sleep; later ones double up to the configured maximum. */
+#define FIRST_SLEEP_US 8
+
+/* Transmit buffers of the I/O lcore; only it touches them. */
+static struct {
+	struct rte_mbuf *b[TX_BURST];
+	unsigned int n;
+} io_txb[INCAD_MAX_PORTS];
+
+static void
+io_flush_port(struct incad_lcore *lc, uint16_t p)
+{
+	unsigned int n = io_txb[p].n, sent;
+
+	if (n == 0)
+		return;
+	sent = rte_eth_tx_burst(incad.ports[p].port_id, 0, io_txb[p].b, n);
+	/* One retry: a software queue that is full now may drain at once. */
+	if (sent < n)
+		sent += rte_eth_tx_burst(incad.ports[p].port_id, 0, io_txb[p].b + sent,
+					 n - sent);
+	lc->st.cnt[INCAD_CNT_TX] += sent;
+	lc->st.port_tx[p] += sent;
+	if (sent < n) {
+		lc->st.drop[INCAD_DROP_TX_FULL] += n - sent;
+		rte_pktmbuf_free_bulk(io_txb[p].b + sent, n - sent);
+	}
+	io_txb[p].n = 0;
+}
+
+static void
+io_flush(struct incad_lcore *lc)
+{
+	unsigned int p;
+
+	for (p = 0; p < incad.nports; p++)
+		io_flush_port(lc, p);
+}
+
+static void
+lcore_flush(struct incad_lcore *lc)
+{
+	unsigned int n;
+
+	if (lc->ntx == 0)
+		return;
+	n = rte_ring_sp_enqueue_burst(lc->tx_ring, (void **)lc->tx, lc->ntx, NULL);
+	if (n < lc->ntx) {
+		lc->st.drop[INCAD_DROP_TX_RING_FULL] += lc->ntx - n;
+		rte_pktmbuf_free_bulk(lc->tx + n, lc->ntx - n);
+	}
+	lc->ntx = 0;
+}
+
+void
+incad_tx(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t port)
+{
+	if (lc->idx == 0) {
+		io_txb[port].b[io_txb[port].n++] = m;
+		if (io_txb[port].n == TX_BURST)
+			io_flush_port(lc, port);
+		return;
+	}
+	m->port = port;
+	lc->tx[lc->ntx++] = m;
+	if (lc->ntx == RTE_DIM(lc->tx))
+		lcore_flush(lc);
+}
+
+void
+incad_dest_of(const struct incad_meta *meta, struct incad_dest *d)
+{
+	d->port = meta->in_port;
+	memcpy(d->mac, meta->src_mac, 6);
+	d->ip = meta->src_ip;
+	d->local_ip = meta->dst_ip;
+	d->udp_port = meta->src_port;
+}
+
+struct rte_mbuf *
+incad_build_msg(struct incad_lcore *lc, const struct incad_dest *d, const struct inca_msg *hdr,
+		const void *body, size_t body_len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(incad.pool);
+	uint8_t *p;
+
+	if (m == NULL) {
+		incad_drop(lc, INCAD_DROP_NO_MBUF);
+		return NULL;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, INCA_ENCAP_LEN + INCA_HDR_LEN + body_len);
+	if (p == NULL) {
+		rte_pktmbuf_free(m);
+		incad_drop(lc, INCAD_DROP_NO_MBUF);
+		return NULL;
+	}
+	inca_hdr_encode(hdr, p + INCA_ENCAP_LEN);
+	if (body_len > 0)
+		memcpy(p + INCA_ENCAP_LEN + INCA_HDR_LEN, body, body_len);
+	inca_frame_build(p, d->mac, incad.ports[d->port].mac.addr_bytes, d->local_ip, d->ip,
+			 incad.cfg.inca_port, d->udp_port, INCA_HDR_LEN + body_len);
+	return m;
+}
+
+/* One's complement arithmetic on 16-bit words as they lie in memory. */
+static inline uint32_t
+csum_sub_add(uint32_t sum, uint16_t old, uint16_t new)
+{
+	return sum + (uint16_t)~old + new;
+}
+
+/*
+ * Turn a copy of the RESULT frame built for member @a (rank @ra) into the
+ * one for member @b (rank @rb): addresses, rank and both checksums. The
+ * UDP checksum is adjusted (RFC 1624) rather than recomputed, so a copy
+ * costs a memcpy and not a pass over the payload.
+ */
+static void
+result_patch(uint8_t *f, const struct incad_member *a, uint16_t ra,
+	     const struct incad_member *b, uint16_t rb)
+{
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	uint8_t *msg = (uint8_t *)(udp + 1);
+	uint16_t old[6], new[6];
+	uint32_t sum;
+	uint16_t c;
+	unsigned int i;
+
+	memcpy(f, b->mac, 6);
+	memcpy(f + 6, incad.ports[b->port].mac.addr_bytes, 6);
+
+	/* Old and new 16-bit words in network order: the pseudo-header
+	 * addresses, the destination port and the rank. */
+	old[0] = rte_cpu_to_be_16(a->local_ip >> 16);
+	old[1] = rte_cpu_to_be_16(a->local_ip & 0xffff);
+	old[2] = rte_cpu_to_be_16(a->ip >> 16);
+	old[3] = rte_cpu_to_be_16(a->ip & 0xffff);
+	old[4] = rte_cpu_to_be_16(a->udp_port);
+	old[5] = rte_cpu_to_be_16(ra);
+	new[0] = rte_cpu_to_be_16(b->local_ip >> 16);
+	new[1] = rte_cpu_to_be_16(b->local_ip & 0xffff);
+	new[2] = rte_cpu_to_be_16(b->ip >> 16);
+	new[3] = rte_cpu_to_be_16(b->ip & 0xffff);
+	new[4] = rte_cpu_to_be_16(b->udp_port);
+	new[5] = rte_cpu_to_be_16(rb);
+
+	ip->src_addr = rte_cpu_to_be_32(b->local_ip);
+	ip->dst_addr = rte_cpu_to_be_32(b->ip);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	udp->dst_port = new[4];
+	agg_result_set_rank(msg, rb);
+
+	if (udp->dgram_cksum == 0)
+		return;
+	sum = (uint16_t)~udp->dgram_cksum;
+	for (i = 0; i < RTE_DIM(old); i++)
+		sum = csum_sub_add(sum, old[i], new[i]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	c = (uint16_t)~sum;
+	/* 0 means "no checksum" in UDP: a computed 0 goes out as its twin. */
+	udp->dgram_cksum = c == 0 ? 0xffff : c;
+}
+
+/* Build the RESULT of @set for member @mb of rank @rank. */
+static struct rte_mbuf *
+result_build(struct incad_lcore *lc, const struct incad_job *job, const struct agg_set *set,
+	     const struct incad_member *mb, uint16_t rank, bool replay)
+{
+	size_t len = agg_result_len(set);
+	struct rte_mbuf *m = rte_pktmbuf_alloc(incad.pool);
+	uint8_t *p;
+
+	if (m == NULL) {
+		incad_drop(lc, INCAD_DROP_NO_MBUF);
+		return NULL;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, INCA_ENCAP_LEN + len);
+	if (p == NULL) {
+		rte_pktmbuf_free(m);
+		incad_drop(lc, INCAD_DROP_NO_MBUF);
+		return NULL;
+	}
+	agg_result_write(job->agg, set, rank, replay, p + INCA_ENCAP_LEN);
+	inca_frame_build(p, mb->mac, incad.ports[mb->port].mac.addr_bytes, mb->local_ip, mb->ip,
+			 incad.cfg.inca_port, mb->udp_port, len);
+	return m;
+}
+
+/* One RESULT per live member: written once, then copied and patched. */
+static void
+send_results(struct incad_lcore *lc, const struct incad_job *job,
+	     const struct incad_view *v, const struct agg_set *set)
+{
+	struct rte_mbuf *first = NULL, *m;
+	const struct incad_member *fm = NULL;
+	uint16_t frank = 0;
+	uint32_t live = v->live;
+	unsigned int r;
+
+	while (live != 0) {
+		r = __builtin_ctz(live);
+		live &= live - 1;
+		if (first == NULL) {
+			first = result_build(lc, job, set, &v->m[r], r, false);
+			if (first == NULL)
+				continue;
+			fm = &v->m[r];
+			frank = r;
+			continue;
+		}
+		m = rte_pktmbuf_alloc(incad.pool);
+		if (m == NULL) {
+			incad_drop(lc, INCAD_DROP_NO_MBUF);
+			continue;
+		}
+		rte_memcpy(rte_pktmbuf_append(m, first->data_len),
+			   rte_pktmbuf_mtod(first, void *), first->data_len);
+		result_patch(rte_pktmbuf_mtod(m, uint8_t *), fm, frank, &v->m[r], r);
+		lc->st.cnt[INCAD_CNT_RESULT_TX]++;
+		incad_tx(lc, m, v->m[r].port);
+	}
+	/* The template goes last: once queued it may be sent and freed. */
+	if (first != NULL) {
+		lc->st.cnt[INCAD_CNT_RESULT_TX]++;
+		incad_tx(lc, first, fm->port);
+	}
+}
+
+static void
+send_nack(struct incad_lcore *lc, const struct incad_meta *meta, uint16_t reason)
+{
+	struct incad_dest d;
+	struct inca_msg h;
+	struct rte_mbuf *m;
+
+	incad_dest_of(meta, &d);
+	incad_reply_hdr(&meta->msg, INCA_MSG_NACK, reason, &h);
+	m = incad_build_msg(lc, &d, &h, NULL, 0);
+	if (m == NULL)
+		return;
+	lc->st.cnt[INCAD_CNT_NACK_TX]++;
+	lc->st.nack[reason]++;
+	incad_tx(lc, m, d.port);
+}
+
+/*
+ * A contribution on the lcore that owns its slot. The sender must be the
+ * member its rank was admitted as (address and port), or the packet is
+ * dropped without an answer: a spoofed source must not make incad a
+ * reflector. Takes @m.
+ */
+static void
+contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
+{
+	struct incad_meta *meta = incad_meta(m);
+	const struct inca_msg *msg = &meta->msg;
+	struct incad_job_stats *js;
+	const struct incad_member *mb;
+	const struct incad_view *v;
+	struct incad_job *job;
+	struct agg_out out;
+	uint32_t bit;
+	bool addr_ok;
+
+	job = incad_job_get(msg->job);
+	if (job == NULL) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_UNKNOWN_JOB);
+		return;
+	}
+	js = &job->st[lc->idx];
+	if (msg->token != job->token) {
+		lc->st.agg[AGG_DROP_BAD_TOKEN]++;
+		js->c[INCAD_JOB_DROP]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	v = incad_job_view(job);
+	bit = 1u << msg->rank;
+	mb = &v->m[msg->rank];
+	addr_ok = mb->ip == meta->src_ip && mb->udp_port == meta->src_port;
+	if (!(v->live & bit) || !addr_ok) {
+		js->c[INCAD_JOB_DROP]++;
+		if ((v->evicted & bit) && addr_ok) {
+			send_nack(lc, meta, INCA_NACK_EVICTED);
+			incad_drop_mbuf(lc, m, INCAD_DROP_EVICTED);
+		} else {
+			incad_drop_mbuf(lc, m, INCAD_DROP_NOT_MEMBER_ADDR);
+		}
+		return;
+	}
+	__atomic_store_n(&job->last_seen[msg->rank], now, __ATOMIC_RELAXED);
+	if (v->lost != 0) {
+		js->c[INCAD_JOB_DROP]++;
+		send_nack(lc, meta, INCA_NACK_MEMBER_LOST);
+		incad_drop_mbuf(lc, m, INCAD_DROP_MEMBER_LOST);
+		return;
+	}
+	if (__atomic_load_n(&job->paused, __ATOMIC_ACQUIRE)) {
+		js->c[INCAD_JOB_DROP]++;
+		incad_drop_mbuf(lc, m, INCAD_DROP_JOB_RESETTING);
+		return;
+	}
+
+	switch (agg_contribute(job->agg, msg, &out)) {
+	case AGG_PENDING:
+		lc->st.cnt[INCAD_CNT_CONTRIB]++;
+		js->c[INCAD_JOB_CONTRIB]++;
+		break;
+	case AGG_COMPLETE:
+		lc->st.cnt[INCAD_CNT_CONTRIB]++;
+		lc->st.cnt[INCAD_CNT_COMPLETE]++;
+		js->c[INCAD_JOB_CONTRIB]++;
+		js->c[INCAD_JOB_COMPLETE]++;
+		send_results(lc, job, v, out.set);
+		break;
+	case AGG_REPLAY: {
+		struct rte_mbuf *r = result_build(lc, job, out.set, mb, msg->rank, true);
+
+		js->c[INCAD_JOB_REPLAY]++;
+		if (r != NULL) {
+			lc->st.cnt[INCAD_CNT_REPLAY_TX]++;
+			incad_tx(lc, r, mb->port);
+		}
+		break;
+	}
+	case AGG_DROP:
+	default:
+		lc->st.agg[out.reason < AGG_DROP_COUNT ? out.reason : AGG_DROP_NOT_CONTRIB]++;
+		js->c[INCAD_JOB_DROP]++;
+		break;
+	}
+	rte_pktmbuf_free(m);
+}
+
+/* A valid UDP datagram to the INCA port of a local address. Takes @m. */
+static void
+inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
+	   const struct inca_frame *f, uint64_t now)
+{
+	struct incad_meta *meta = incad_meta(m);
+	struct inca_msg *msg = &meta->msg;
+	enum inca_wire_err err;
+	unsigned int owner;
+
+	err = inca_msg_decode(f->msg, f->msg_len, incad.cfg.max_elems, msg);
+	if (err != INCA_WIRE_OK) {
+		lc->st.wire[err]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	meta->src_ip = f->src_ip;
+	meta->dst_ip = f->dst_ip;
+	meta->src_port = f->src_port;
+	meta->in_port = in_port;
+	memcpy(meta->src_mac, f->eth + 6, 6);
+	lc->st.cnt[INCAD_CNT_INCA_RX]++;
+
+	switch (msg->type) {
+	case INCA_MSG_CONTRIB:
+		owner = (msg->job + msg->slot) % incad.nlcores;
+		if (owner == lc->idx) {
+			contrib_input(lc, m, now);
+			return;
+		}
+		if (rte_ring_sp_enqueue(incad.lcores[owner].rx_ring, m) != 0) {
+			incad_drop_mbuf(lc, m, INCAD_DROP_RING_FULL);
+			return;
+		}
+		lc->st.cnt[INCAD_CNT_DISPATCH]++;
+		return;
+	case INCA_MSG_HELLO:
+	case INCA_MSG_JOIN:
+	case INCA_MSG_LEAVE:
+	case INCA_MSG_HEARTBEAT:
+		incad_ctrl_handle(lc, m);
+		return;
+	default:
+		incad_drop_mbuf(lc, m, INCAD_DROP_UNEXPECTED_MSG);
+		return;
+	}
+}
+
+/* Every frame the I/O lcore receives starts here. Takes @m. */
+static void
+io_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, uint64_t now)
+{
+	const struct incad_port *port = &incad.ports[in_port];
+	bool sw = incad.cfg.mode == INCAD_MODE_SWITCH;
+	struct rte_ether_hdr *eth;
+	struct inca_frame f;
+	enum inca_wire_err err;
+	uint16_t type;
+	size_t l3 = RTE_ETHER_HDR_LEN;
+	bool group;
+	uint32_t len;
+
+	lc->st.cnt[INCAD_CNT_RX]++;
+	lc->st.port_rx[in_port]++;
+	if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_MULTI_SEG);
+		return;
+	}
+	len = rte_pktmbuf_data_len(m);
+	if (len < RTE_ETHER_HDR_LEN) {
+		lc->st.wire[INCA_WIRE_ETH_SHORT]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	group = rte_is_multicast_ether_addr(&eth->dst_addr);
+	if (sw)
+		incad_l2_learn(&eth->src_addr, in_port, now);
+	if (!group && !rte_is_same_ether_addr(&eth->dst_addr, &port->mac)) {
+		if (sw)
+			incad_l2_forward(lc, m, in_port, now);
+		else
+			incad_drop_mbuf(lc, m, INCAD_DROP_NOT_LOCAL);
+		return;
+	}
+
+	type = rte_be_to_cpu_16(eth->ether_type);
+	if (type == RTE_ETHER_TYPE_VLAN && len >= RTE_ETHER_HDR_LEN + 4) {
+		type = rte_be_to_cpu_16(*(rte_be16_t *)((uint8_t *)eth + 16));
+		l3 += 4;
+	}
+	if (type == RTE_ETHER_TYPE_ARP) {
+		incad_l2_arp(lc, m, in_port, l3, now);
+		return;
+	}
+	if (type == RTE_ETHER_TYPE_IPV4) {
+		/* Only datagrams to one of incad's addresses are incad's. */
+		if (len >= l3 + sizeof(struct rte_ipv4_hdr)) {
+			const struct rte_ipv4_hdr *ip =
+				rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, l3);
+
+			if (incad_local_port(rte_be_to_cpu_32(ip->dst_addr)) < 0) {
+				if (sw && group)
+					incad_l2_flood(lc, m, in_port);
+				else
+					incad_drop_mbuf(lc, m, INCAD_DROP_NOT_LOCAL);
+				return;
+			}
+		}
+		err = inca_frame_parse(eth, len, incad.cfg.inca_port, &f);
+		if (err == INCA_WIRE_OK) {
+			inca_input(lc, m, in_port, &f, now);
+			return;
+		}
+		if (err == INCA_WIRE_NOT_UDP) {
+			const struct rte_ipv4_hdr *ip =
+				rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, l3);
+
+			if (ip->next_proto_id == IPPROTO_ICMP) {
+				incad_l2_icmp(lc, m, in_port, l3);
+				return;
+			}
+			incad_drop_mbuf(lc, m, INCAD_DROP_UNHANDLED);
+			return;
+		}
+		lc->st.wire[err]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (sw && group) {
+		incad_l2_flood(lc, m, in_port);
+		return;
+	}
+	incad_drop_mbuf(lc, m, INCAD_DROP_UNHANDLED);
+}
+
+/* Frames the other lcores produced: send them from here. */
+static unsigned int
+io_drain_tx_rings(struct incad_lcore *lc)
+{
+	struct rte_mbuf *b[RING_BURST];
+	unsigned int i, k, n, total = 0;
+
+	for (i = 1; i < incad.nlcores; i++) {
+		n = rte_ring_sc_dequeue_burst(incad.lcores[i].tx_ring, (void **)b, RING_BURST,
+					      NULL);
+		for (k = 0; k < n; k++)
+			incad_tx(lc, b[k], b[k]->port);
+		total += n;
+	}
+	return total;
+}
+
+static void
+idle(struct incad_lcore *lc, unsigned int work)
+{
+	if (work != 0) {
+		lc->st.busy_polls++;
+		lc->empty_run = 0;
+		lc->sleep_us = FIRST_SLEEP_US;
+		return;
+	}
+	lc->st.empty_polls++;
+	if (incad.cfg.idle != INCAD_IDLE_ADAPTIVE || ++lc->empty_run < incad.cfg.idle_empty_polls)
+		return;
+	/* Offline while asleep, so that the control plane's grace periods
+	 * do not wait for a sleeping lcore. */
+	rte_rcu_qsbr_thread_offline(incad.qs, lc->idx);
+	rte_delay_us_sleep(lc->sleep_us);
+	rte_rcu_qsbr_thread_online(incad.qs, lc->idx);
+	lc->st.cnt[INCAD_CNT_IDLE_SLEEP]++;
+	lc->sleep_us *= 2;
+	if (lc->sleep_us > incad.cfg.idle_max_sleep_us)
+		lc->sleep_us = incad.cfg.idle_max_sleep_us;
+}
+
+static void
+io_loop(struct incad_lcore *lc)
+{
+	struct rte_mbuf *b[RX_BURST];
+	uint64_t timer_period = incad.hz * TIMER_MS / 1000;
+	uint64_t next_timer = incad_now() + timer_period;
+	unsigned int p, i, n, work;
+	uint64_t now;
+
+	while (!incad.quit) {
+		work = 0;
+		now = incad_now();
+		for (p = 0; p < incad.nports; p++) {
+			n = rte_eth_rx_burst(incad.ports[p].port_id, 0, b, RX_BURST);
+			for (i = 0; i < n; i++) {
+				if (i + 1 < n)
+					rte_prefetch0(rte_pktmbuf_mtod(b[i + 1], void *));
+				io_input(lc, b[i], p, now);
+			}
+			work += n;
+		}
+		work += io_drain_tx_rings(lc);
+		io_flush(lc);
+		if (now >= next_timer) {
+			incad_ctrl_timer(lc, now);
+			io_flush(lc);
+			if (lc->lcore_id == rte_get_main_lcore())
+				incad_stats_periodic(now);
+			next_timer = now + timer_period;
+		}
+		rte_rcu_qsbr_quiescent(incad.qs, lc->idx);
+		idle(lc, work);
+	}
+}
+
+static void
+agg_loop(struct incad_lcore *lc)
+{
+	struct rte_mbuf *b[RING_BURST];
+	unsigned int i, n;
+	uint64_t now;
+
+	while (!incad.quit) {
+		n = rte_ring_sc_dequeue_burst(lc->rx_ring, (void **)b, RING_BURST, NULL);
+		now = incad_now();
+		for (i = 0; i < n; i++)
+			contrib_input(lc, b[i], now);
+		lcore_flush(lc);
+		rte_rcu_qsbr_quiescent(incad.qs, lc->idx);
+		idle(lc, n);
+	}
+}
+
+int
+incad_lcore_main(void *arg)
+{
+	struct incad_lcore *lc = arg;
+
+	/* Short sleeps must stay short: the default 50 us timer slack would
+	 * make every adaptive sleep at least that long. */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	lc->sleep_us = FIRST_SLEEP_US;
+	INCAD_LOG(dp, INFO, "lcore %u: %s", rte_lcore_id(),
+		  lc->idx == 0 ? "I/O, control and aggregation" : "aggregation");
+	rte_rcu_qsbr_thread_online(incad.qs, lc->idx);
+	if (lc->idx == 0)
+		io_loop(lc);
+	else
+		agg_loop(lc);
+	rte_rcu_qsbr_thread_offline(incad.qs, lc->idx);
+	if (lc->idx != 0)
+		lcore_flush(lc);
+	else
+		io_flush(lc);
+	return 0;
+}

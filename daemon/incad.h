@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * incad's shared run-time state: ports, dataplane lcores, counters and log
+ * types. Which thread owns what:
+ *  - the I/O lcore (dataplane lcore 0) polls every port, answers ARP and
+ *    ICMP, forwards in switch mode, runs the control plane inline (so a
+ *    JOIN is admitted before the next frame is looked at) and transmits
+ *    every frame;
+ *  - the other dataplane lcores aggregate the slots they own, fed by the
+ *    I/O lcore through a ring, and hand their frames back through another;
+ *  - the main lcore prints statistics and waits for a signal (or is the
+ *    I/O lcore itself when EAL gave incad a single lcore);
+ *  - telemetry threads only read, inside an RCU read-side section.
+ */
+#ifndef INCAD_H
+#define INCAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <rte_common.h>
+#include <rte_dev.h>
+#include <rte_ether.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#include <inca/wire.h>
+
+#include "agg.h"
+#include "config.h"
+
+/* Counters of things done, per dataplane lcore. X(name, description). */
+#define INCAD_COUNTERS(X) \
+	X(RX, "frames received") \
+	X(TX, "frames handed to a port") \
+	X(INCA_RX, "valid INCA messages received") \
+	X(CONTRIB, "contributions counted") \
+	X(COMPLETE, "sets completed") \
+	X(RESULT_TX, "RESULT frames sent (one per member)") \
+	X(REPLAY_TX, "RESULT replays sent to one sender") \
+	X(NACK_TX, "NACK frames sent") \
+	X(CTRL_RX, "control messages handled") \
+	X(CTRL_TX, "control answers sent") \
+	X(ARP_REPLY, "ARP replies sent") \
+	X(ARP_LEARN, "neighbours learned from ARP") \
+	X(ICMP_REPLY, "ICMP echo replies sent") \
+	X(L2_FWD, "frames forwarded to one port (switch mode)") \
+	X(L2_FLOOD, "frames flooded to the other ports (switch mode)") \
+	X(DISPATCH, "contributions handed to another lcore") \
+	X(EVICT, "members evicted") \
+	X(IDLE_SLEEP, "idle sleeps")
+
+enum incad_counter {
+#define INCAD_X_(n, d) INCAD_CNT_##n,
+	INCAD_COUNTERS(INCAD_X_)
+#undef INCAD_X_
+	INCAD_CNT_COUNT
+};
+
+/*
+ * Drops the daemon itself decides (wire errors and the core's reasons are
+ * counted under their own enums). X(name, description).
+ */
+#define INCAD_DROPS(X) \
+	X(NOT_LOCAL, "not addressed to incad (aggregator mode) or not a local IPv4 address") \
+	X(UNHANDLED, "addressed to incad but neither ARP, ICMP echo nor INCA") \
+	X(ARP_INVALID, "malformed or unsupported ARP") \
+	X(ICMP_INVALID, "malformed ICMP or not an echo request") \
+	X(L2_SAME_PORT, "destination MAC learned on the ingress port (switch mode)") \
+	X(MULTI_SEG, "multi-segment frame that could not be linearised") \
+	X(UNEXPECTED_MSG, "INCA message type an aggregator never receives") \
+	X(UNKNOWN_JOB, "data message for a job that does not exist") \
+	X(NOT_MEMBER_ADDR, "data message whose source is not the rank's member address") \
+	X(EVICTED, "data message from an evicted member (NACK EVICTED sent)") \
+	X(MEMBER_LOST, "data message while the job misses a member (NACK sent)") \
+	X(JOB_RESETTING, "contribution while the job's sets are being reset") \
+	X(CTRL_BAD_TOKEN, "control message with the wrong job token") \
+	X(CTRL_REFUSED, "control request refused (NACK sent)") \
+	X(NO_MBUF, "no mbuf for an answer") \
+	X(RING_FULL, "dispatch ring to an aggregation lcore full") \
+	X(TX_RING_FULL, "ring back to the I/O lcore full") \
+	X(TX_FULL, "port transmit queue full") \
+	X(SHUTDOWN, "frame left in a ring at shutdown")
+
+enum incad_drop {
+#define INCAD_X_(n, d) INCAD_DROP_##n,
+	INCAD_DROPS(INCAD_X_)
+#undef INCAD_X_
+	INCAD_DROP_COUNT
+};
+
+const char *incad_counter_name(unsigned int c);
+const char *incad_drop_name(unsigned int d);
+const char *incad_drop_str(unsigned int d);
+
+/* Counters of one dataplane lcore; only that lcore writes them. */
+struct incad_lcore_stats {
+	uint64_t cnt[INCAD_CNT_COUNT];
+	uint64_t wire[INCA_WIRE_ERR_COUNT];
+	uint64_t agg[AGG_DROP_COUNT];
+	uint64_t drop[INCAD_DROP_COUNT];
+	uint64_t nack[INCA_NACK_MAX_];
+	uint64_t port_rx[INCAD_MAX_PORTS];
+	uint64_t port_tx[INCAD_MAX_PORTS];
+	uint64_t busy_polls;
+	uint64_t empty_polls;
+} __rte_cache_aligned;
+
+struct incad_port {
+	char name[INCAD_NAME_LEN];
+	char devname[RTE_DEV_NAME_MAX_LEN];
+	uint16_t port_id;
+	bool hotplugged;
+	bool started;
+	struct rte_ether_addr mac;
+	uint32_t ipv4;       /* host order */
+	rte_be32_t ipv4_be;
+};
+
+struct incad_lcore {
+	unsigned int idx;        /* dataplane index; 0 is the I/O lcore */
+	unsigned int lcore_id;
+	struct rte_ring *rx_ring; /* I/O lcore -> this lcore (contributions) */
+	struct rte_ring *tx_ring; /* this lcore -> I/O lcore (frames to send) */
+	struct incad_lcore_stats st;
+	uint32_t sleep_us;
+	uint32_t empty_run;
+	unsigned int ntx;         /* frames waiting in tx[] (non-I/O lcores) */
+	struct rte_mbuf *tx[64];
+} __rte_cache_aligned;
+
+/* What the I/O lcore learned of a frame, kept in the mbuf's private area. */
+struct incad_meta {
+	struct inca_msg msg;  /* decoded header; body points into the mbuf */
+	uint32_t src_ip;      /* host order */
+	uint32_t dst_ip;
+	uint16_t src_port;
+	uint16_t in_port;     /* index into incad.ports */
+	uint8_t src_mac[6];
+};
+
+struct incad {
+	struct incad_config cfg;
+	struct rte_mempool *pool;
+	unsigned int nports;
+	struct incad_port ports[INCAD_MAX_PORTS];
+	unsigned int nlcores;          /* dataplane lcores */
+	struct incad_lcore *lcores;    /* nlcores of them */
+	struct rte_rcu_qsbr *qs;       /* readers: dataplane lcores, then telemetry */
+	unsigned int tel_tid;          /* RCU thread id of the telemetry threads */
+	uint64_t hz;                   /* timer cycles per second */
+	uint64_t start_tsc;
+	volatile bool quit;
+	size_t mbuf_bytes;             /* footprint figures printed at start-up */
+	size_t slot_bytes_max;
+	size_t table_bytes;
+};
+
+extern struct incad incad;
+
+extern int incad_logtype_port;
+extern int incad_logtype_ctrl;
+extern int incad_logtype_dp;
+extern int incad_logtype_cfg;
+
+#define INCAD_LOG(type, level, fmt, ...) \
+	rte_log(RTE_LOG_##level, incad_logtype_##type, "incad." #type ": " fmt "\n", \
+		##__VA_ARGS__)
+
+static inline struct incad_meta *
+incad_meta(struct rte_mbuf *m)
+{
+	return rte_mbuf_to_priv(m);
+}
+
+static inline uint64_t
+incad_now(void)
+{
+	return rte_get_timer_cycles();
+}
+
+/* Index of the port with local address @ip (host order), -1 if none. */
+int incad_local_port(uint32_t ip);
+
+/* ports.c: bring up every configured port, and take them down. */
+int incad_ports_init(void);
+void incad_ports_fini(void);
+
+/* stats.c: sums, printing and the footprint. */
+void incad_stats_sum(struct incad_lcore_stats *out);
+void incad_stats_print(FILE *f, const char *title);
+void incad_stats_periodic(uint64_t now);
+void incad_footprint_print(FILE *f);
+/*
+ * Enter and leave a read-side section from a thread that is not a
+ * dataplane lcore (telemetry, the main lcore's statistics): jobs seen
+ * inside stay valid until incad_reader_exit().
+ */
+void incad_reader_enter(void);
+void incad_reader_exit(void);
+
+/* telemetry.c */
+int incad_telemetry_init(void);
+
+#endif /* INCAD_H */

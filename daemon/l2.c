@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * What makes incad a host and a switch besides an aggregator: ARP and ICMP
+ * echo for its own addresses, and in switch mode a learning bridge between
+ * its ports, so that the workers it stands in front of still reach each
+ * other with ordinary traffic. Everything here runs on the I/O lcore only,
+ * which is why the tables need no locks; telemetry only reads their sizes.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <rte_arp.h>
+#include <rte_byteorder.h>
+#include <rte_hash_crc.h>
+#include <rte_icmp.h>
+#include <rte_ip.h>
+#include <rte_malloc.h>
+
+#include "dataplane.h"
+
+/* How many table positions a lookup or an insertion probes. */
+#define PROBES 8
+#define NEIGH_SIZE 256
+
+struct mac_entry {
+	uint64_t mac;     /* 48-bit address; 0: empty */
+	uint64_t seen;    /* timer cycles */
+	uint16_t port;
+};
+
+struct neigh_entry {
+	uint32_t ip;
+	uint8_t mac[6];
+	uint16_t port;
+};
+
+static struct mac_entry *mac_table;
+static uint32_t mac_mask;
+static unsigned int mac_count;
+static uint64_t mac_age;
+static struct neigh_entry neigh[NEIGH_SIZE];
+static unsigned int neigh_count;
+
+static inline uint64_t
+mac_key(const struct rte_ether_addr *a)
+{
+	uint64_t k = 0;
+
+	memcpy(&k, a->addr_bytes, 6);
+	return k;
+}
+
+int
+incad_l2_init(void)
+{
+	uint32_t size = rte_align32pow2(incad.cfg.mac_table_size);
+
+	mac_table = rte_zmalloc("incad_mac", size * sizeof(*mac_table), RTE_CACHE_LINE_SIZE);
+	if (mac_table == NULL)
+		return -ENOMEM;
+	mac_mask = size - 1;
+	mac_age = incad.hz * incad.cfg.mac_age_s;
+	incad.table_bytes += size * sizeof(*mac_table) + sizeof(neigh);
+	return 0;
+}
+
+void
+incad_l2_fini(void)
+{
+	rte_free(mac_table);
+	mac_table = NULL;
+}
+
+unsigned int
+incad_l2_macs(void)
+{
+	return __atomic_load_n(&mac_count, __ATOMIC_RELAXED);
+}
+
+unsigned int
+incad_l2_neighbours(void)
+{
+	return __atomic_load_n(&neigh_count, __ATOMIC_RELAXED);
+}
+
+static struct mac_entry *
+mac_lookup(uint64_t key, uint64_t now)
+{
+	uint32_t h = rte_hash_crc_8byte(key, 0) & mac_mask;
+	unsigned int i;
+
+	for (i = 0; i < PROBES; i++) {
+		struct mac_entry *e = &mac_table[(h + i) & mac_mask];
+
+		if (e->mac == key)
+			return now - e->seen <= mac_age ? e : NULL;
+	}
+	return NULL;
+}
+
+void
+incad_l2_learn(const struct rte_ether_addr *mac, uint16_t port, uint64_t now)
+{
+	uint64_t key = mac_key(mac);
+	uint32_t h = rte_hash_crc_8byte(key, 0) & mac_mask;
+	struct mac_entry *e, *victim = NULL;
+	unsigned int i;
+
+	/* A group address is never a source; learning it would break flooding. */
+	if (rte_is_multicast_ether_addr(mac) || key == 0)
+		return;
+	for (i = 0; i < PROBES; i++) {
+		e = &mac_table[(h + i) & mac_mask];
+		if (e->mac == key) {
+			e->port = port;
+			e->seen = now;
+			return;
+		}
+		/* Prefer an empty entry, else the one seen longest ago. */
+		if (victim == NULL || (victim->mac != 0 && (e->mac == 0 || e->seen < victim->seen)))
+			victim = e;
+	}
+	if (victim->mac == 0)
+		__atomic_store_n(&mac_count, mac_count + 1, __ATOMIC_RELAXED);
+	victim->mac = key;
+	victim->port = port;
+	victim->seen = now;
+}
+
+void
+incad_l2_flood(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port)
+{
+	unsigned int p, n = incad.nports - 1;
+
+	if (n == 0) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_NOT_LOCAL);
+		return;
+	}
+	/* The same mbuf goes to every port: transmission only reads it. */
+	if (n > 1)
+		rte_mbuf_refcnt_update(m, (int16_t)(n - 1));
+	for (p = 0; p < incad.nports; p++)
+		if (p != in_port)
+			incad_tx(lc, m, p);
+	lc->st.cnt[INCAD_CNT_L2_FLOOD]++;
+}
+
+void
+incad_l2_forward(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, uint64_t now)
+{
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	const struct mac_entry *e;
+
+	if (rte_is_multicast_ether_addr(&eth->dst_addr)) {
+		incad_l2_flood(lc, m, in_port);
+		return;
+	}
+	e = mac_lookup(mac_key(&eth->dst_addr), now);
+	if (e == NULL) {
+		incad_l2_flood(lc, m, in_port);
+		return;
+	}
+	if (e->port == in_port) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_L2_SAME_PORT);
+		return;
+	}
+	lc->st.cnt[INCAD_CNT_L2_FWD]++;
+	incad_tx(lc, m, e->port);
+}
+
+static void
+neigh_learn(struct incad_lcore *lc, uint32_t ip, const struct rte_ether_addr *mac,
+	    uint16_t port)
+{
+	unsigned int i, h = rte_hash_crc_4byte(ip, 0) % NEIGH_SIZE;
+
+	if (ip == 0 || rte_is_multicast_ether_addr(mac))
+		return;
+	for (i = 0; i < PROBES; i++) {
+		struct neigh_entry *e = &neigh[(h + i) % NEIGH_SIZE];
+
+		if (e->ip == ip || e->ip == 0) {
+			if (e->ip == 0)
+				__atomic_store_n(&neigh_count, neigh_count + 1, __ATOMIC_RELAXED);
+			e->ip = ip;
+			memcpy(e->mac, mac->addr_bytes, 6);
+			e->port = port;
+			lc->st.cnt[INCAD_CNT_ARP_LEARN]++;
+			return;
+		}
+	}
+	/* Table region full: replace the first probe; it is only a cache. */
+	neigh[h].ip = ip;
+	memcpy(neigh[h].mac, mac->addr_bytes, 6);
+	neigh[h].port = port;
+	lc->st.cnt[INCAD_CNT_ARP_LEARN]++;
+}
+
+/* Not for incad: a switch passes it on, an aggregator drops it. */
+static void
+not_ours(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, uint64_t now)
+{
+	if (incad.cfg.mode == INCAD_MODE_SWITCH)
+		incad_l2_forward(lc, m, in_port, now);
+	else
+		incad_drop_mbuf(lc, m, INCAD_DROP_NOT_LOCAL);
+}
+
+void
+incad_l2_arp(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, size_t l3,
+	     uint64_t now)
+{
+	const struct incad_port *port = &incad.ports[in_port];
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_arp_hdr *arp;
+	struct rte_arp_ipv4 *a;
+	uint32_t tip, sip;
+	uint16_t op;
+
+	if (rte_pktmbuf_data_len(m) < l3 + sizeof(*arp)) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_ARP_INVALID);
+		return;
+	}
+	arp = rte_pktmbuf_mtod_offset(m, struct rte_arp_hdr *, l3);
+	a = &arp->arp_data;
+	if (arp->arp_hardware != rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) ||
+	    arp->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
+	    arp->arp_hlen != RTE_ETHER_ADDR_LEN || arp->arp_plen != 4) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_ARP_INVALID);
+		return;
+	}
+	op = rte_be_to_cpu_16(arp->arp_opcode);
+	tip = rte_be_to_cpu_32(a->arp_tip);
+	sip = rte_be_to_cpu_32(a->arp_sip);
+	if (incad_local_port(tip) < 0) {
+		not_ours(lc, m, in_port, now);
+		return;
+	}
+	if (op == RTE_ARP_OP_REPLY) {
+		neigh_learn(lc, sip, &a->arp_sha, in_port);
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (op != RTE_ARP_OP_REQUEST) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_ARP_INVALID);
+		return;
+	}
+	neigh_learn(lc, sip, &a->arp_sha, in_port);
+
+	/* Answer in place, from the port the request came in on: all of
+	 * incad's addresses are reachable on every port. */
+	arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
+	a->arp_tha = a->arp_sha;
+	a->arp_tip = a->arp_sip;
+	a->arp_sha = port->mac;
+	a->arp_sip = rte_cpu_to_be_32(tip);
+	eth->dst_addr = a->arp_tha;
+	eth->src_addr = port->mac;
+	lc->st.cnt[INCAD_CNT_ARP_REPLY]++;
+	incad_tx(lc, m, in_port);
+}
+
+void
+incad_l2_icmp(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, size_t l3)
+{
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, l3);
+	size_t ihl = rte_ipv4_hdr_len(ip);
+	size_t tot = rte_be_to_cpu_16(ip->total_length);
+	struct rte_icmp_hdr *icmp;
+	rte_be32_t addr;
+
+	/* inca_frame_parse() already checked the IPv4 header: length,
+	 * checksum, no fragment. */
+	if (tot < ihl + sizeof(*icmp)) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_ICMP_INVALID);
+		return;
+	}
+	icmp = (struct rte_icmp_hdr *)((uint8_t *)ip + ihl);
+	if (icmp->icmp_type != RTE_IP_ICMP_ECHO_REQUEST || icmp->icmp_code != 0 ||
+	    rte_raw_cksum(icmp, tot - ihl) != 0xffff) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_ICMP_INVALID);
+		return;
+	}
+	icmp->icmp_type = RTE_IP_ICMP_ECHO_REPLY;
+	icmp->icmp_cksum = 0;
+	icmp->icmp_cksum = (uint16_t)~rte_raw_cksum(icmp, tot - ihl);
+	addr = ip->src_addr;
+	ip->src_addr = ip->dst_addr;
+	ip->dst_addr = addr;
+	ip->time_to_live = 64;
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	rte_ether_addr_copy(&eth->src_addr, &eth->dst_addr);
+	rte_ether_addr_copy(&incad.ports[in_port].mac, &eth->src_addr);
+	lc->st.cnt[INCAD_CNT_ICMP_REPLY]++;
+	incad_tx(lc, m, in_port);
+}

@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * rte_telemetry commands under /incad/. They run on DPDK's telemetry
+ * threads and only read: counters without synchronisation, jobs inside an
+ * RCU read-side section (incad_reader_enter) so that a job deleted
+ * meanwhile is not freed under them.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_ethdev.h>
+#include <rte_telemetry.h>
+
+#include "ctrl.h"
+#include "dataplane.h"
+
+static const char *
+mode_name(void)
+{
+	return incad.cfg.mode == INCAD_MODE_SWITCH ? "switch" : "aggregator";
+}
+
+static int
+tel_ports(const char *cmd __rte_unused, const char *params __rte_unused,
+	  struct rte_tel_data *d)
+{
+	struct incad_lcore_stats s;
+	char buf[32];
+	unsigned int i;
+
+	incad_stats_sum(&s);
+	rte_tel_data_start_dict(d);
+	for (i = 0; i < incad.nports; i++) {
+		const struct incad_port *p = &incad.ports[i];
+		struct rte_tel_data *pd = rte_tel_data_alloc();
+		struct rte_eth_stats es;
+
+		if (pd == NULL)
+			return -ENOMEM;
+		memset(&es, 0, sizeof(es));
+		rte_eth_stats_get(p->port_id, &es);
+		rte_tel_data_start_dict(pd);
+		rte_tel_data_add_dict_int(pd, "ethdev", p->port_id);
+		rte_tel_data_add_dict_string(pd, "device", p->devname);
+		rte_ether_format_addr(buf, sizeof(buf), &p->mac);
+		rte_tel_data_add_dict_string(pd, "mac", buf);
+		rte_tel_data_add_dict_string(pd, "ipv4", incad_ipv4_str(p->ipv4, buf, sizeof(buf)));
+		rte_tel_data_add_dict_u64(pd, "rx", s.port_rx[i]);
+		rte_tel_data_add_dict_u64(pd, "tx", s.port_tx[i]);
+		rte_tel_data_add_dict_u64(pd, "dev_ipackets", es.ipackets);
+		rte_tel_data_add_dict_u64(pd, "dev_opackets", es.opackets);
+		rte_tel_data_add_dict_u64(pd, "dev_imissed", es.imissed);
+		rte_tel_data_add_dict_u64(pd, "dev_ierrors", es.ierrors);
+		rte_tel_data_add_dict_u64(pd, "dev_oerrors", es.oerrors);
+		rte_tel_data_add_dict_container(d, p->name, pd, 0);
+	}
+	return 0;
+}
+
+static void
+job_counters(const struct incad_job *j, uint64_t *c)
+{
+	unsigned int i, k;
+
+	memset(c, 0, sizeof(uint64_t) * INCAD_JOB_CNT_COUNT);
+	for (i = 0; i < incad.nlcores; i++)
+		for (k = 0; k < INCAD_JOB_CNT_COUNT; k++)
+			c[k] += __atomic_load_n(&j->st[i].c[k], __ATOMIC_RELAXED);
+}
+
+static const char *const job_counter_names[] = {
+#define INCAD_X_(n, d) #n,
+	INCAD_JOB_COUNTERS(INCAD_X_)
+#undef INCAD_X_
+};
+
+static void
+job_summary(struct rte_tel_data *jd, const struct incad_job *j)
+{
+	const struct incad_view *v = incad_job_view((struct incad_job *)j);
+	uint64_t c[INCAD_JOB_CNT_COUNT];
+	unsigned int k;
+
+	job_counters(j, c);
+	rte_tel_data_start_dict(jd);
+	rte_tel_data_add_dict_int(jd, "id", j->id);
+	rte_tel_data_add_dict_string(jd, "tenant", incad.cfg.tenants[j->tenant].name);
+	rte_tel_data_add_dict_string(jd, "kind", j->dynamic ? "dynamic" : "static");
+	rte_tel_data_add_dict_int(jd, "nworkers", j->agg->p.nworkers);
+	rte_tel_data_add_dict_int(jd, "members", __builtin_popcount(v->live));
+	rte_tel_data_add_dict_u64(jd, "live_mask", v->live);
+	rte_tel_data_add_dict_u64(jd, "evicted_mask", v->evicted);
+	rte_tel_data_add_dict_u64(jd, "lost_mask", v->lost);
+	rte_tel_data_add_dict_int(jd, "pool_size", j->agg->p.pool_size);
+	rte_tel_data_add_dict_int(jd, "pool_base", (int)j->pool_base);
+	rte_tel_data_add_dict_int(jd, "max_elems", j->agg->p.max_elems);
+	rte_tel_data_add_dict_int(jd, "window", j->window);
+	rte_tel_data_add_dict_int(jd, "slots_busy", (int)agg_job_busy_slots(j->agg));
+	rte_tel_data_add_dict_u64(jd, "resets", j->resets);
+	for (k = 0; k < INCAD_JOB_CNT_COUNT; k++)
+		rte_tel_data_add_dict_u64(jd, job_counter_names[k], c[k]);
+}
+
+/* Telemetry answers are at most 16 KiB: list this many jobs, compactly. */
+#define TEL_MAX_JOBS 100
+
+static int
+tel_jobs(const char *cmd __rte_unused, const char *params __rte_unused,
+	 struct rte_tel_data *d)
+{
+	uint64_t c[INCAD_JOB_CNT_COUNT];
+	unsigned int i, n = 0;
+	char key[16], buf[128];
+
+	rte_tel_data_start_dict(d);
+	incad_reader_enter();
+	for (i = 1; i < RTE_DIM(incad_jobs) && n < TEL_MAX_JOBS; i++) {
+		const struct incad_job *j = incad_job_get(i);
+		const struct incad_view *v;
+
+		if (j == NULL)
+			continue;
+		v = incad_job_view((struct incad_job *)j);
+		job_counters(j, c);
+		snprintf(key, sizeof(key), "%u", i);
+		snprintf(buf, sizeof(buf), "tenant=%s members=%d/%u slots=%u busy=%u "
+			 "complete=%" PRIu64 " drop=%" PRIu64, incad.cfg.tenants[j->tenant].name,
+			 __builtin_popcount(v->live), j->agg->p.nworkers, j->agg->p.pool_size,
+			 agg_job_busy_slots(j->agg), c[INCAD_JOB_COMPLETE], c[INCAD_JOB_DROP]);
+		rte_tel_data_add_dict_string(d, key, buf);
+		n++;
+	}
+	incad_reader_exit();
+	return 0;
+}
+
+static int
+tel_job(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
+{
+	const struct incad_job *j;
+	const struct incad_view *v;
+	struct rte_tel_data *md;
+	unsigned long id;
+	char *end, key[16], buf[64], ip[16], lip[16];
+	unsigned int r;
+	uint32_t known;
+
+	if (params == NULL || *params == '\0')
+		return -EINVAL;
+	errno = 0;
+	id = strtoul(params, &end, 0);
+	if (errno != 0 || *end != '\0' || id == 0 || id > 65535)
+		return -EINVAL;
+	incad_reader_enter();
+	j = incad_job_get((uint16_t)id);
+	if (j == NULL) {
+		incad_reader_exit();
+		rte_tel_data_string(d, "no such job");
+		return 0;
+	}
+	job_summary(d, j);
+	v = incad_job_view((struct incad_job *)j);
+	md = rte_tel_data_alloc();
+	if (md != NULL) {
+		rte_tel_data_start_dict(md);
+		known = v->live | v->evicted;
+		while (known != 0) {
+			r = __builtin_ctz(known);
+			known &= known - 1;
+			snprintf(key, sizeof(key), "%u", r);
+			snprintf(buf, sizeof(buf), "%s:%u via %s to %s%s",
+				 incad_ipv4_str(v->m[r].ip, ip, sizeof(ip)), v->m[r].udp_port,
+				 incad.ports[v->m[r].port].name,
+				 incad_ipv4_str(v->m[r].local_ip, lip, sizeof(lip)),
+				 (v->live >> r) & 1 ? "" : " (evicted)");
+			rte_tel_data_add_dict_string(md, key, buf);
+		}
+		rte_tel_data_add_dict_container(d, "member_addrs", md, 0);
+	}
+	incad_reader_exit();
+	return 0;
+}
+
+static int
+tel_lcores(const char *cmd __rte_unused, const char *params __rte_unused,
+	   struct rte_tel_data *d)
+{
+	unsigned int i;
+	char key[16];
+
+	rte_tel_data_start_dict(d);
+	for (i = 0; i < incad.nlcores; i++) {
+		const struct incad_lcore *lc = &incad.lcores[i];
+		struct rte_tel_data *ld = rte_tel_data_alloc();
+
+		if (ld == NULL)
+			return -ENOMEM;
+		rte_tel_data_start_dict(ld);
+		rte_tel_data_add_dict_int(ld, "lcore_id", (int)lc->lcore_id);
+		rte_tel_data_add_dict_string(ld, "role", i == 0 ? "io+control+aggregation" :
+								  "aggregation");
+		rte_tel_data_add_dict_u64(ld, "busy_polls", lc->st.busy_polls);
+		rte_tel_data_add_dict_u64(ld, "empty_polls", lc->st.empty_polls);
+		rte_tel_data_add_dict_u64(ld, "sleeps", lc->st.cnt[INCAD_CNT_IDLE_SLEEP]);
+		rte_tel_data_add_dict_u64(ld, "contributions", lc->st.cnt[INCAD_CNT_CONTRIB]);
+		rte_tel_data_add_dict_u64(ld, "rx", lc->st.cnt[INCAD_CNT_RX]);
+		rte_tel_data_add_dict_u64(ld, "tx", lc->st.cnt[INCAD_CNT_TX]);
+		if (lc->rx_ring != NULL)
+			rte_tel_data_add_dict_int(ld, "rx_ring_used",
+						  (int)rte_ring_count(lc->rx_ring));
+		snprintf(key, sizeof(key), "%u", i);
+		rte_tel_data_add_dict_container(d, key, ld, 0);
+	}
+	return 0;
+}
+
+static int
+tel_drops(const char *cmd __rte_unused, const char *params __rte_unused,
+	  struct rte_tel_data *d)
+{
+	struct incad_lcore_stats s;
+	char key[64];
+	unsigned int i;
+
+	incad_stats_sum(&s);
+	rte_tel_data_start_dict(d);
+	for (i = 1; i < INCA_WIRE_ERR_COUNT; i++) {
+		snprintf(key, sizeof(key), "wire/%s", inca_wire_err_name(i));
+		rte_tel_data_add_dict_u64(d, key, s.wire[i]);
+	}
+	for (i = 0; i < AGG_DROP_COUNT; i++) {
+		snprintf(key, sizeof(key), "core/%s", agg_drop_name(i));
+		rte_tel_data_add_dict_u64(d, key, s.agg[i]);
+	}
+	for (i = 0; i < INCAD_DROP_COUNT; i++) {
+		snprintf(key, sizeof(key), "incad/%s", incad_drop_name(i));
+		rte_tel_data_add_dict_u64(d, key, s.drop[i]);
+	}
+	return 0;
+}
+
+static int
+tel_stats(const char *cmd __rte_unused, const char *params __rte_unused,
+	  struct rte_tel_data *d)
+{
+	struct incad_lcore_stats s;
+	char key[64];
+	unsigned int i, njobs = 0;
+
+	incad_stats_sum(&s);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "mode", mode_name());
+	rte_tel_data_add_dict_u64(d, "uptime_ms",
+				  (incad_now() - incad.start_tsc) * 1000 / incad.hz);
+	rte_tel_data_add_dict_int(d, "ports", (int)incad.nports);
+	rte_tel_data_add_dict_int(d, "lcores", (int)incad.nlcores);
+	incad_reader_enter();
+	for (i = 1; i < RTE_DIM(incad_jobs); i++)
+		njobs += incad_job_get(i) != NULL;
+	incad_reader_exit();
+	rte_tel_data_add_dict_int(d, "jobs", (int)njobs);
+	rte_tel_data_add_dict_u64(d, "slots_used", incad_slots_used());
+	rte_tel_data_add_dict_u64(d, "max_slots", incad.cfg.max_slots);
+	rte_tel_data_add_dict_u64(d, "mac_entries", incad_l2_macs());
+	rte_tel_data_add_dict_u64(d, "neighbours", incad_l2_neighbours());
+	rte_tel_data_add_dict_u64(d, "mem_mbufs_bytes", incad.mbuf_bytes);
+	rte_tel_data_add_dict_u64(d, "mem_slots_max_bytes", incad.slot_bytes_max);
+	rte_tel_data_add_dict_u64(d, "mem_jobs_bytes", incad_jobs_bytes());
+	rte_tel_data_add_dict_u64(d, "mem_tables_bytes", incad.table_bytes);
+	for (i = 0; i < INCAD_CNT_COUNT; i++)
+		rte_tel_data_add_dict_u64(d, incad_counter_name(i), s.cnt[i]);
+	for (i = 1; i < INCA_NACK_MAX_; i++) {
+		snprintf(key, sizeof(key), "nack/%s", inca_nack_name(i));
+		rte_tel_data_add_dict_u64(d, key, s.nack[i]);
+	}
+	return 0;
+}
+
+static int
+tel_tenants(const char *cmd __rte_unused, const char *params __rte_unused,
+	    struct rte_tel_data *d)
+{
+	unsigned int t;
+
+	rte_tel_data_start_dict(d);
+	for (t = 0; t < incad.cfg.ntenants; t++) {
+		const struct incad_tenant_conf *tc = &incad.cfg.tenants[t];
+		struct rte_tel_data *td = rte_tel_data_alloc();
+
+		if (td == NULL)
+			return -ENOMEM;
+		rte_tel_data_start_dict(td);
+		rte_tel_data_add_dict_int(td, "job_min", tc->job_min);
+		rte_tel_data_add_dict_int(td, "job_max", tc->job_max);
+		rte_tel_data_add_dict_u64(td, "slot_quota", tc->slot_quota);
+		rte_tel_data_add_dict_u64(td, "slots_used", incad_tenant_used(t));
+		rte_tel_data_add_dict_int(td, "dynamic_jobs", tc->dynamic_jobs);
+		rte_tel_data_add_dict_container(d, tc->name, td, 0);
+	}
+	return 0;
+}
+
+int
+incad_telemetry_init(void)
+{
+	static const struct {
+		const char *cmd;
+		telemetry_cb fn;
+		const char *help;
+	} cmds[] = {
+		{"/incad/ports", tel_ports, "incad ports: addresses and counters"},
+		{"/incad/jobs", tel_jobs, "incad jobs, one summary each"},
+		{"/incad/job", tel_job, "one incad job, members included. Parameter: job id"},
+		{"/incad/lcores", tel_lcores, "incad dataplane lcores: roles and polls"},
+		{"/incad/drops", tel_drops, "incad drops by reason"},
+		{"/incad/stats", tel_stats, "incad counters, NACKs sent and memory"},
+		{"/incad/tenants", tel_tenants, "incad tenants and their slot use"},
+	};
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < RTE_DIM(cmds); i++) {
+		ret = rte_telemetry_register_cmd(cmds[i].cmd, cmds[i].fn, cmds[i].help);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
