@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * INCA aggregation for Tofino-1 (TNA): the Tofino subset of protocol v1.
+ *
+ *   - CONTRIB of int32 SUM (BFP allowed: exp = max of the contributions) with
+ *     64 or 256 elements, IPv4 without options, to the aggregator's address
+ *     and an INCA UDP port;
+ *   - exactly-once by contributor bitmaps over two shadow sets per slot
+ *     (rules 1, 2 without MISMATCH, 4 bit-based and 6; no seq checks);
+ *   - RESULT multicast to the job's members, rewritten per copy in egress
+ *     (rank, addresses, UDP checksum 0), or replayed to one sender;
+ *   - control messages (HELLO, JOIN, ...) go to the CPU port, where the
+ *     control plane answers them; ordinary frames are switched by MAC.
+ *
+ * Jobs, members, slots and multicast groups are set up by the control plane:
+ * control/setup_job.py; the layout and the resource budget are in README.md.
+ * Not compiled here (no Tofino compiler): see README.md, "Status".
+ */
+
+#include <core.p4>
+#include <tna.p4>
+
+/* Metadata starts at zero on every pass. */
+@pa_auto_init_metadata
+
+#include "headers.p4"
+
+/* Ingress metadata: zero at the start of every pass. */
+struct inca_ig_md_t {
+	bit<8> reason;          /* INCA_DROP_*; not NONE ends the frame */
+	bit<8> cls;             /* INCA_CLASS_* of an admitted CONTRIB */
+	bit<1> admit;           /* this pass admits a contribution */
+	bit<1> job_ok;          /* (job, token) known */
+	bit<1> job_remote;      /* the job lives in another pipe */
+	bit<1> member_ok;       /* (job, rank, source IP) known */
+	bit<1> slot_ok;         /* slot within the job's pool */
+	bit<1> set;             /* shadow set (INCA_F_SET) */
+	bool ipv4_csum_ok;
+	PortId_t recirc_port;   /* recirculation port of the job's home pipe */
+	bit<8> nworkers_m1;     /* members of the job minus one */
+	bit<16> mgid;           /* multicast group of the job */
+	slot_index_t pool_index;
+	set_index_t set_index;
+	lane_index_t lane_base;
+	lane_index_t lane_idx;
+	bit<32> rank_bit;       /* 1 << rank */
+	bit<32> bitmap_before;  /* sender's set before this contribution */
+	bit<32> seen;           /* bitmap_before & rank_bit */
+	bit<8> cnt;             /* remaining count read by the stateful ALU */
+	bit<8> verdict;         /* INCA_V_* */
+	bit<16> exp_in;         /* biased exponents (exp + 128) */
+	bit<16> exp_out;
+	bit<8> lane_op;         /* INCA_LANE_* of this pass */
+}
+
+struct inca_eg_md_t {
+	bit<16> rank;           /* member a RESULT copy goes to */
+	bit<1> addr_ok;
+	bool update_ipv4_csum;
+}
+
+#include "parser.p4"
+#include "bitmap.p4"
+#include "processor.p4"
+#include "next_step.p4"
+#include "deparser.p4"
+
+control Ingress(inout inca_headers_t hdr,
+		inout inca_ig_md_t md,
+		in ingress_intrinsic_metadata_t ig_intr_md,
+		in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+		inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+		inout ingress_intrinsic_metadata_for_tm_t ig_tm_md)
+{
+	Counter<bit<32>, bit<8>>(INCA_DROP_REASONS, CounterType_t.PACKETS) drops;
+
+	Bitmap() bitmap;
+	NextStep() next_step;
+
+	Processor() lane00; Processor() lane01; Processor() lane02; Processor() lane03;
+	Processor() lane04; Processor() lane05; Processor() lane06; Processor() lane07;
+	Processor() lane08; Processor() lane09; Processor() lane10; Processor() lane11;
+	Processor() lane12; Processor() lane13; Processor() lane14; Processor() lane15;
+	Processor() lane16; Processor() lane17; Processor() lane18; Processor() lane19;
+	Processor() lane20; Processor() lane21; Processor() lane22; Processor() lane23;
+	Processor() lane24; Processor() lane25; Processor() lane26; Processor() lane27;
+	Processor() lane28; Processor() lane29; Processor() lane30; Processor() lane31;
+
+	/* The aggregator's own IPv4 addresses. */
+	table agg_addr {
+		key = {
+			hdr.ipv4.dst_addr : exact @name("ip");
+		}
+		actions = {
+			NoAction;
+		}
+		size = 16;
+	}
+
+	/* Which CONTRIBs the Tofino subset takes; every other one is dropped. */
+	action contrib_small() {
+		md.cls = INCA_CLASS_SMALL;
+	}
+
+	action contrib_large() {
+		md.cls = INCA_CLASS_LARGE;
+	}
+
+	action bad_msg() {
+		md.cls = INCA_CLASS_NONE;
+	}
+
+	table classify {
+		key = {
+			hdr.inca.version : exact;
+			hdr.inca.dtype : exact;
+			hdr.inca.op : exact;
+			hdr.inca.flags : ternary;
+			hdr.inca.rank : ternary;
+			hdr.inca.reason : exact;
+			hdr.inca.count : exact;
+			hdr.udp.length : exact;
+			hdr.ipv4.total_len : exact;
+		}
+		actions = {
+			contrib_small;
+			contrib_large;
+			@defaultonly bad_msg;
+		}
+		const entries = {
+			/* Reserved flag bits clear, rank below 32, reason 0. */
+			(INCA_PROTO_VERSION, INCA_DTYPE_INT32, INCA_OP_SUM,
+			 8w0 &&& 8w0xf0, 16w0 &&& 16w0xffe0, 16w0,
+			 INCA_PAYLOAD_SMALL, INCA_UDP_LEN_SMALL, INCA_IP_LEN_SMALL) :
+				contrib_small();
+			(INCA_PROTO_VERSION, INCA_DTYPE_INT32, INCA_OP_SUM,
+			 8w0 &&& 8w0xf0, 16w0 &&& 16w0xffe0, 16w0,
+			 INCA_PAYLOAD_LARGE, INCA_UDP_LEN_LARGE, INCA_IP_LEN_LARGE) :
+				contrib_large();
+		}
+		const default_action = bad_msg();
+	}
+
+	/*
+	 * The token check: one exact match on (job, token). A job's slots live
+	 * in one pipe, its home; the entry for any other pipe sends the frame
+	 * to the home pipe's recirculation port first, so a job may span pipes.
+	 */
+	action job_home(bit<8> nworkers_m1, bit<16> mgid, PortId_t recirc_port) {
+		md.job_ok = 1;
+		md.nworkers_m1 = nworkers_m1;
+		md.mgid = mgid;
+		md.recirc_port = recirc_port;
+	}
+
+	action job_remote(PortId_t home_recirc_port) {
+		md.job_ok = 1;
+		md.job_remote = 1;
+		md.recirc_port = home_recirc_port;
+	}
+
+	action job_unknown() {
+		md.job_ok = 0;
+	}
+
+	table job {
+		key = {
+			hdr.inca.job : exact @name("job");
+			hdr.inca.token : exact @name("token");
+			ig_intr_md.ingress_port[8:7] : exact @name("pipe");
+		}
+		actions = {
+			job_home;
+			job_remote;
+			@defaultonly job_unknown;
+		}
+		const default_action = job_unknown();
+		size = INCA_MAX_JOBS;
+	}
+
+	/* The member check: the source must be the member's own address. */
+	action member_ok() {
+		md.member_ok = 1;
+	}
+
+	action member_unknown() {
+		md.member_ok = 0;
+	}
+
+	table member {
+		key = {
+			hdr.inca.job : exact @name("job");
+			hdr.inca.rank : exact @name("rank");
+			hdr.ipv4.src_addr : exact @name("ip");
+		}
+		actions = {
+			member_ok;
+			@defaultonly member_unknown;
+		}
+		const default_action = member_unknown();
+		size = INCA_MAX_MEMBERS;
+	}
+
+	/*
+	 * The job's pool: slot -> its entries in the slot and lane registers.
+	 * The count is part of the key so that a job laid out for 64-element
+	 * groups cannot reach into its neighbours' lanes with 256 elements.
+	 */
+	action slot_entry(slot_index_t pool_index, lane_index_t lane_base) {
+		md.slot_ok = 1;
+		md.pool_index = pool_index;
+		md.lane_base = lane_base;
+	}
+
+	action slot_unknown() {
+		md.slot_ok = 0;
+	}
+
+	table slot_map {
+		key = {
+			hdr.inca.job : exact @name("job");
+			hdr.inca.slot : exact @name("slot");
+			hdr.inca.count : exact @name("count");
+		}
+		actions = {
+			slot_entry;
+			@defaultonly slot_unknown;
+		}
+		const default_action = slot_unknown();
+		size = INCA_NUM_SLOTS * 2;
+	}
+
+	/* Tofino shifts by constants only: the rank's bit comes from a table. */
+	action set_rank_bit(bit<32> rank_bit) {
+		md.rank_bit = rank_bit;
+	}
+
+	table rank_bit {
+		key = {
+			hdr.inca.rank : exact;
+		}
+		actions = {
+			set_rank_bit;
+			NoAction;
+		}
+		const entries = {
+			0 : set_rank_bit(0x00000001);
+			1 : set_rank_bit(0x00000002);
+			2 : set_rank_bit(0x00000004);
+			3 : set_rank_bit(0x00000008);
+			4 : set_rank_bit(0x00000010);
+			5 : set_rank_bit(0x00000020);
+			6 : set_rank_bit(0x00000040);
+			7 : set_rank_bit(0x00000080);
+			8 : set_rank_bit(0x00000100);
+			9 : set_rank_bit(0x00000200);
+			10 : set_rank_bit(0x00000400);
+			11 : set_rank_bit(0x00000800);
+			12 : set_rank_bit(0x00001000);
+			13 : set_rank_bit(0x00002000);
+			14 : set_rank_bit(0x00004000);
+			15 : set_rank_bit(0x00008000);
+			16 : set_rank_bit(0x00010000);
+			17 : set_rank_bit(0x00020000);
+			18 : set_rank_bit(0x00040000);
+			19 : set_rank_bit(0x00080000);
+			20 : set_rank_bit(0x00100000);
+			21 : set_rank_bit(0x00200000);
+			22 : set_rank_bit(0x00400000);
+			23 : set_rank_bit(0x00800000);
+			24 : set_rank_bit(0x01000000);
+			25 : set_rank_bit(0x02000000);
+			26 : set_rank_bit(0x04000000);
+			27 : set_rank_bit(0x08000000);
+			28 : set_rank_bit(0x10000000);
+			29 : set_rank_bit(0x20000000);
+			30 : set_rank_bit(0x40000000);
+			31 : set_rank_bit(0x80000000);
+		}
+		const default_action = NoAction();
+	}
+
+	/* Control messages: the control plane on the CPU port answers them. */
+	action to_cpu(PortId_t port) {
+		ig_tm_md.ucast_egress_port = port;
+	}
+
+	table cpu {
+		actions = {
+			to_cpu;
+		}
+		default_action = to_cpu(64);
+	}
+
+	/* Ordinary traffic: switched by destination MAC. */
+	action l2_forward(PortId_t port) {
+		ig_tm_md.ucast_egress_port = port;
+	}
+
+	action l2_flood(MulticastGroupId_t mgid) {
+		ig_tm_md.mcast_grp_a = mgid;
+		/* With the $pre.prune entry of this port: not back out of it. */
+		ig_tm_md.level2_exclusion_id = ig_intr_md.ingress_port;
+	}
+
+	action l2_miss() {
+		md.reason = INCA_DROP_L2_MISS;
+	}
+
+	table l2 {
+		key = {
+			hdr.ethernet.dst_addr : exact @name("mac");
+		}
+		actions = {
+			l2_forward;
+			l2_flood;
+			l2_miss;
+		}
+		default_action = l2_miss();
+		size = 4096;
+	}
+
+	apply {
+		if (!hdr.bridge.isValid()) {
+			/* A frame from a port. */
+			hdr.bridge.setValid();
+			hdr.bridge.step = INCA_STEP_FORWARD;
+			hdr.bridge.in_port = (bit<16>)ig_intr_md.ingress_port;
+			if (ig_prsr_md.parser_err != 0) {
+				md.reason = INCA_DROP_PARSE;
+			} else if (hdr.inca.isValid()) {
+				if (agg_addr.apply().hit) {
+					if (!md.ipv4_csum_ok) {
+						md.reason = INCA_DROP_IP_CSUM;
+					} else if (hdr.inca.type == INCA_MSG_CONTRIB) {
+						md.admit = 1;
+					} else {
+						cpu.apply();
+					}
+				} else {
+					l2.apply();
+				}
+			} else {
+				l2.apply();
+			}
+		} else if (hdr.bridge.step == INCA_STEP_ENTER) {
+			/* Sent here by another pipe; its checks passed there. */
+			md.admit = 1;
+		} else {
+			/* A later pass of a contribution admitted before. */
+			md.recirc_port = ig_intr_md.ingress_port;
+			md.lane_idx = (lane_index_t)hdr.bridge.lane_idx0 |
+				      (lane_index_t)hdr.bridge.quarter;
+			if (hdr.bridge.step == INCA_STEP_CONSUME) {
+				md.lane_op = hdr.bridge.lane_op;
+			} else if (hdr.bridge.step == INCA_STEP_HARVEST_A) {
+				hdr.data0.setValid();
+				md.lane_op = INCA_LANE_READ_A;
+			} else if (hdr.bridge.step == INCA_STEP_HARVEST_B) {
+				hdr.data1.setValid();
+				md.lane_op = INCA_LANE_READ_B;
+			}
+		}
+
+		if (md.admit == 1) {
+			/* Lookups without side effects, all in the first stage. */
+			classify.apply();
+			job.apply();
+			member.apply();
+			slot_map.apply();
+			rank_bit.apply();
+
+			if (md.cls == INCA_CLASS_NONE) {
+				md.reason = INCA_DROP_BAD_MSG;
+			} else if (md.job_ok == 0) {
+				md.reason = INCA_DROP_BAD_TOKEN;
+			} else if (md.member_ok == 0) {
+				md.reason = INCA_DROP_NOT_MEMBER;
+			} else if (md.slot_ok == 0) {
+				md.reason = INCA_DROP_BAD_SLOT;
+			} else if (md.job_remote == 1) {
+				hdr.bridge.step = INCA_STEP_ENTER;
+				ig_tm_md.ucast_egress_port = md.recirc_port;
+				ig_tm_md.bypass_egress = 1w1;
+			} else {
+				md.set = hdr.inca.flags[0:0];
+				if (md.cls == INCA_CLASS_SMALL) {
+					md.lane_idx = md.lane_base | (lane_index_t)md.set;
+				} else {
+					md.lane_idx = md.lane_base |
+						      ((lane_index_t)md.set << 2);
+				}
+				bitmap.apply(hdr, md);
+				hdr.bridge.step = INCA_STEP_CONSUME;
+				hdr.bridge.quarter = 0;
+				hdr.bridge.cls = md.cls;
+				hdr.bridge.verdict = md.verdict;
+				hdr.bridge.lane_op = md.lane_op;
+				hdr.bridge.lane_idx0 = (bit<16>)md.lane_idx;
+				hdr.bridge.mgid = md.mgid;
+				hdr.bridge.rank = hdr.inca.rank;
+			}
+		}
+
+		lane00.apply(hdr.data0.e00, hdr.data1.e00, md);
+		lane01.apply(hdr.data0.e01, hdr.data1.e01, md);
+		lane02.apply(hdr.data0.e02, hdr.data1.e02, md);
+		lane03.apply(hdr.data0.e03, hdr.data1.e03, md);
+		lane04.apply(hdr.data0.e04, hdr.data1.e04, md);
+		lane05.apply(hdr.data0.e05, hdr.data1.e05, md);
+		lane06.apply(hdr.data0.e06, hdr.data1.e06, md);
+		lane07.apply(hdr.data0.e07, hdr.data1.e07, md);
+		lane08.apply(hdr.data0.e08, hdr.data1.e08, md);
+		lane09.apply(hdr.data0.e09, hdr.data1.e09, md);
+		lane10.apply(hdr.data0.e10, hdr.data1.e10, md);
+		lane11.apply(hdr.data0.e11, hdr.data1.e11, md);
+		lane12.apply(hdr.data0.e12, hdr.data1.e12, md);
+		lane13.apply(hdr.data0.e13, hdr.data1.e13, md);
+		lane14.apply(hdr.data0.e14, hdr.data1.e14, md);
+		lane15.apply(hdr.data0.e15, hdr.data1.e15, md);
+		lane16.apply(hdr.data0.e16, hdr.data1.e16, md);
+		lane17.apply(hdr.data0.e17, hdr.data1.e17, md);
+		lane18.apply(hdr.data0.e18, hdr.data1.e18, md);
+		lane19.apply(hdr.data0.e19, hdr.data1.e19, md);
+		lane20.apply(hdr.data0.e20, hdr.data1.e20, md);
+		lane21.apply(hdr.data0.e21, hdr.data1.e21, md);
+		lane22.apply(hdr.data0.e22, hdr.data1.e22, md);
+		lane23.apply(hdr.data0.e23, hdr.data1.e23, md);
+		lane24.apply(hdr.data0.e24, hdr.data1.e24, md);
+		lane25.apply(hdr.data0.e25, hdr.data1.e25, md);
+		lane26.apply(hdr.data0.e26, hdr.data1.e26, md);
+		lane27.apply(hdr.data0.e27, hdr.data1.e27, md);
+		lane28.apply(hdr.data0.e28, hdr.data1.e28, md);
+		lane29.apply(hdr.data0.e29, hdr.data1.e29, md);
+		lane30.apply(hdr.data0.e30, hdr.data1.e30, md);
+		lane31.apply(hdr.data0.e31, hdr.data1.e31, md);
+
+		if (md.reason == INCA_DROP_NONE) {
+			next_step.apply(hdr, md, ig_tm_md);
+		}
+		if (md.reason != INCA_DROP_NONE) {
+			ig_dprsr_md.drop_ctl = 0x1;
+			drops.count(md.reason);
+		}
+	}
+}
+
+control Egress(inout inca_headers_t hdr,
+	       inout inca_eg_md_t md,
+	       in egress_intrinsic_metadata_t eg_intr_md,
+	       in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+	       inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+	       inout egress_intrinsic_metadata_for_output_port_t eg_oport_md)
+{
+	Counter<bit<32>, bit<8>>(INCA_DROP_REASONS, CounterType_t.PACKETS) egress_drops;
+
+	/* Where a member gets its RESULTs: the address it contributes from. */
+	action set_member(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port) {
+		md.addr_ok = 1;
+		hdr.ethernet.dst_addr = mac;
+		hdr.ipv4.dst_addr = ip;
+		hdr.udp.dst_port = udp_port;
+	}
+
+	action no_member() {
+		md.addr_ok = 0;
+	}
+
+	table member_addr {
+		key = {
+			hdr.inca.job : exact @name("job");
+			md.rank : exact @name("rank");
+		}
+		actions = {
+			set_member;
+			@defaultonly no_member;
+		}
+		const default_action = no_member();
+		size = INCA_MAX_MEMBERS;
+	}
+
+	/* RESULTs come from the aggregator's address and INCA port. */
+	action set_source(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port) {
+		hdr.ethernet.src_addr = mac;
+		hdr.ipv4.src_addr = ip;
+		hdr.udp.src_port = udp_port;
+	}
+
+	table aggregator {
+		actions = {
+			set_source;
+		}
+		default_action = set_source(0, 0, INCA_UDP_PORT);
+	}
+
+	apply {
+		if (hdr.bridge.step == INCA_STEP_RESULT || hdr.bridge.step == INCA_STEP_REPLAY) {
+			if (hdr.bridge.step == INCA_STEP_RESULT) {
+				md.rank = eg_intr_md.egress_rid;
+			} else {
+				md.rank = hdr.bridge.rank;
+			}
+			member_addr.apply();
+			if (md.addr_ok == 0) {
+				eg_dprsr_md.drop_ctl = 0x1;
+				egress_drops.count(INCA_DROP_NO_ROUTE);
+			} else {
+				aggregator.apply();
+				hdr.inca.rank = md.rank;
+				hdr.ipv4.tos = 0;
+				hdr.ipv4.flags = 3w2;  /* DF */
+				hdr.ipv4.frag_offset = 0;
+				hdr.ipv4.ttl = 64;
+				hdr.udp.checksum = 0;
+				md.update_ipv4_csum = true;
+			}
+		}
+		hdr.bridge.setInvalid();
+	}
+}
+
+Pipeline(IngressParser(),
+	 Ingress(),
+	 IngressDeparser(),
+	 EgressParser(),
+	 Egress(),
+	 EgressDeparser()) pipe;
+
+Switch(pipe) main;

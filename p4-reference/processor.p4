@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * One lane pair of the accumulator: element i (lane a, in data0) and element
+ * i + 32 (lane b, in data1) of a 64-element group share one 64-bit register
+ * entry, as in SwitchML. The Tofino program instantiates 32 of these, four per
+ * stage over eight stages, so one pass adds a whole group.
+ *
+ * A Tofino-1 stateful ALU updates both 32-bit halves of an entry in one access
+ * but returns one 32-bit word: a pass that adds returns lanes b, and lanes a
+ * of a finished group are read by a later pass (INCA_LANE_READ_A, see
+ * next_step.p4).
+ *
+ * Register entry = lane index: (slot, set) for the 64-element class, (slot,
+ * set, group) for the 256-element class; the control plane lays the job's
+ * slots out (README.md). int32 sums wrap modulo 2^32, as the spec says.
+ */
+
+struct lane_pair_t {
+	bit<32> a;
+	bit<32> b;
+}
+
+control Processor(inout bit<32> a, inout bit<32> b, in inca_ig_md_t md)
+{
+	Register<lane_pair_t, lane_index_t>(INCA_LANE_ENTRIES) acc;
+
+	/* First contribution of a use: overwrite what the last use left. */
+	RegisterAction<lane_pair_t, lane_index_t, bit<32>>(acc) lanes_write = {
+		void apply(inout lane_pair_t v, out bit<32> rv) {
+			v.a = a;
+			v.b = b;
+			rv = v.b;
+		}
+	};
+
+	RegisterAction<lane_pair_t, lane_index_t, bit<32>>(acc) lanes_add = {
+		void apply(inout lane_pair_t v, out bit<32> rv) {
+			v.a = v.a + a;
+			v.b = v.b + b;
+			rv = v.b;
+		}
+	};
+
+	RegisterAction<lane_pair_t, lane_index_t, bit<32>>(acc) lanes_read_a = {
+		void apply(inout lane_pair_t v, out bit<32> rv) {
+			rv = v.a;
+		}
+	};
+
+	RegisterAction<lane_pair_t, lane_index_t, bit<32>>(acc) lanes_read_b = {
+		void apply(inout lane_pair_t v, out bit<32> rv) {
+			rv = v.b;
+		}
+	};
+
+	apply {
+		if (md.lane_op == INCA_LANE_WRITE) {
+			b = lanes_write.execute(md.lane_idx);
+		} else if (md.lane_op == INCA_LANE_ADD) {
+			b = lanes_add.execute(md.lane_idx);
+		} else if (md.lane_op == INCA_LANE_READ_A) {
+			a = lanes_read_a.execute(md.lane_idx);
+		} else if (md.lane_op == INCA_LANE_READ_B) {
+			b = lanes_read_b.execute(md.lane_idx);
+		}
+	}
+}

@@ -1,0 +1,590 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * INCA aggregation for BMv2 simple_switch (v1model): the same Tofino subset
+ * and the same slot logic as ../inca.p4 (see ../bitmap.p4 for the rules),
+ * written for a software target without stage or ALU limits:
+ *
+ *   - all 64 or 256 elements are parsed and aggregated in one pass, so there
+ *     is no recirculation and no harvest pass;
+ *   - registers are plain arrays: both bitmaps, the remaining count and the
+ *     maximum exponent are read, decided on and written back in one pass;
+ *   - a new contribution into a complete, non-empty set (CONFLICT) changes
+ *     no lane and no exponent (the Tofino program cannot check the count
+ *     before it adds; README.md);
+ *   - RESULT copies: standard_metadata.mcast_grp = the job's group, one PRE
+ *     node per member with RID = rank; egress rewrites each copy by
+ *     egress_rid. Replays go back out of the ingress port.
+ *
+ * Tables and groups are set up by gen_commands.py (simple_switch_CLI).
+ * Build: p4c --target bmv2 --arch v1model -o out inca_v1model.p4
+ */
+
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../headers.p4"
+
+/* Smaller than a Tofino pipe's: BMv2 allocates every register entry. */
+#define V1_NUM_SLOTS 1024
+#define V1_NUM_SETS 2048
+#define V1_ACC_WORDS 131072  /* 2048 group entries x 64 elements */
+
+/* One pass reads lanes a and b alike. */
+const bit<8> V1_LANE_READ = 5;
+
+struct v1_headers_t {
+	ethernet_h ethernet;
+	ipv4_h ipv4;
+	udp_h udp;
+	inca_h inca;
+	/* Group g of 64 elements: data[2g] = elements 0..31, data[2g+1] the rest. */
+	inca_data_h[8] data;
+}
+
+struct v1_md_t {
+	bit<8> reason;      /* INCA_DROP_*; not NONE ends the frame */
+	bit<1> admit;
+	bit<8> cls;         /* INCA_CLASS_* */
+	bit<1> job_ok;
+	bit<1> member_ok;
+	bit<1> slot_ok;
+	bit<1> set;
+	bit<8> nworkers_m1;
+	bit<16> mgid;
+	bit<32> pool_index;
+	bit<32> set_index;
+	bit<32> lane_base;
+	bit<32> lane_idx0;  /* group entry of group 0 */
+	bit<32> rank_bit;
+	bit<32> before;     /* sender's set bitmap before this contribution */
+	bit<8> cnt;
+	bit<16> exp_in;     /* biased exponents (exp + 128) */
+	bit<16> exp_acc;
+	bit<8> verdict;     /* INCA_V_* */
+	bit<8> lane_op;     /* INCA_LANE_NOP, _WRITE, _ADD or V1_LANE_READ */
+	bit<32> acc0;       /* first accumulator word of each group */
+	bit<32> acc1;
+	bit<32> acc2;
+	bit<32> acc3;
+	bit<16> rank;       /* egress: member this copy goes to */
+	bit<1> is_result;
+	bit<1> is_replay;
+	bit<1> flood;
+	bit<9> in_port;
+}
+
+parser IncaParser(packet_in pkt,
+		  out v1_headers_t hdr,
+		  inout v1_md_t meta,
+		  inout standard_metadata_t sm)
+{
+	/* INCA ports besides INCA_UDP_PORT (simple_switch_CLI pvs_add). */
+	value_set<bit<16>>(4) inca_udp_ports;
+
+	state start {
+		transition parse_ethernet;
+	}
+
+	state parse_ethernet {
+		pkt.extract(hdr.ethernet);
+		transition select(hdr.ethernet.ether_type) {
+			ETHERTYPE_IPV4: parse_ipv4;
+			default: accept;
+		}
+	}
+
+	state parse_ipv4 {
+		pkt.extract(hdr.ipv4);
+		/* IHL 5 and no fragment, as on the Tofino. */
+		transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.flags,
+				  hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+			(4w4, 4w5, 3w0 &&& 3w1, 13w0, IP_PROTO_UDP): parse_udp;
+			default: accept;
+		}
+	}
+
+	state parse_udp {
+		pkt.extract(hdr.udp);
+		transition select(hdr.udp.dst_port) {
+			INCA_UDP_PORT: parse_inca;
+			inca_udp_ports: parse_inca;
+			default: accept;
+		}
+	}
+
+	state parse_inca {
+		pkt.extract(hdr.inca);
+		transition select(hdr.inca.type, hdr.inca.count) {
+			(INCA_MSG_CONTRIB, INCA_PAYLOAD_SMALL): parse_small;
+			(INCA_MSG_CONTRIB, INCA_PAYLOAD_LARGE): parse_large;
+			default: accept;
+		}
+	}
+
+	state parse_small {
+		pkt.extract(hdr.data.next);
+		pkt.extract(hdr.data.next);
+		transition accept;
+	}
+
+	state parse_large {
+		pkt.extract(hdr.data.next);
+		pkt.extract(hdr.data.next);
+		pkt.extract(hdr.data.next);
+		pkt.extract(hdr.data.next);
+		pkt.extract(hdr.data.next);
+		pkt.extract(hdr.data.next);
+		pkt.extract(hdr.data.next);
+		pkt.extract(hdr.data.next);
+		transition accept;
+	}
+}
+
+control IncaVerifyChecksum(inout v1_headers_t hdr, inout v1_md_t meta)
+{
+	apply {
+		/* A mismatch sets standard_metadata.checksum_error. */
+		verify_checksum(hdr.ipv4.isValid(),
+				{ hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.tos,
+				  hdr.ipv4.total_len, hdr.ipv4.identification,
+				  hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+				  hdr.ipv4.protocol, hdr.ipv4.src_addr,
+				  hdr.ipv4.dst_addr },
+				hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+	}
+}
+
+/* OP applied to the 32 lanes of data header H, accumulator words B.. */
+#define LANES(OP, H, B) \
+	OP(H.e00, (B) + 0); OP(H.e01, (B) + 1); OP(H.e02, (B) + 2); OP(H.e03, (B) + 3); \
+	OP(H.e04, (B) + 4); OP(H.e05, (B) + 5); OP(H.e06, (B) + 6); OP(H.e07, (B) + 7); \
+	OP(H.e08, (B) + 8); OP(H.e09, (B) + 9); OP(H.e10, (B) + 10); OP(H.e11, (B) + 11); \
+	OP(H.e12, (B) + 12); OP(H.e13, (B) + 13); OP(H.e14, (B) + 14); OP(H.e15, (B) + 15); \
+	OP(H.e16, (B) + 16); OP(H.e17, (B) + 17); OP(H.e18, (B) + 18); OP(H.e19, (B) + 19); \
+	OP(H.e20, (B) + 20); OP(H.e21, (B) + 21); OP(H.e22, (B) + 22); OP(H.e23, (B) + 23); \
+	OP(H.e24, (B) + 24); OP(H.e25, (B) + 25); OP(H.e26, (B) + 26); OP(H.e27, (B) + 27); \
+	OP(H.e28, (B) + 28); OP(H.e29, (B) + 29); OP(H.e30, (B) + 30); OP(H.e31, (B) + 31);
+
+/* OP applied to a 64-element group: lanes a in header A, lanes b in header B. */
+#define GROUP(OP, A, B, BASE) \
+	LANES(OP, hdr.data[A], BASE) \
+	LANES(OP, hdr.data[B], (BASE) + 32)
+
+/* OP applied to every element of the contribution. */
+#define ALL_GROUPS(OP) \
+	GROUP(OP, 0, 1, meta.acc0) \
+	if (meta.cls == INCA_CLASS_LARGE) { \
+		GROUP(OP, 2, 3, meta.acc1) \
+		GROUP(OP, 4, 5, meta.acc2) \
+		GROUP(OP, 6, 7, meta.acc3) \
+	}
+
+control IncaIngress(inout v1_headers_t hdr,
+		    inout v1_md_t meta,
+		    inout standard_metadata_t sm)
+{
+	/* Bitmaps of set 0 and set 1 per slot; count and exponent per set. */
+	register<bit<32>>(V1_NUM_SLOTS) bitmap_set0;
+	register<bit<32>>(V1_NUM_SLOTS) bitmap_set1;
+	register<bit<8>>(V1_NUM_SETS) remaining;
+	register<bit<16>>(V1_NUM_SETS) max_exp;
+	register<bit<32>>(V1_ACC_WORDS) acc;
+
+	counter(INCA_DROP_REASONS, CounterType.packets) drops;
+
+	action lane_write(inout bit<32> e, in bit<32> i) {
+		acc.write(i, e);
+	}
+
+	/* int32 SUM wraps modulo 2^32. */
+	action lane_add(inout bit<32> e, in bit<32> i) {
+		bit<32> v;
+		acc.read(v, i);
+		v = v + e;
+		acc.write(i, v);
+		e = v;
+	}
+
+	action lane_read(inout bit<32> e, in bit<32> i) {
+		acc.read(e, i);
+	}
+
+	table agg_addr {
+		key = {
+			hdr.ipv4.dst_addr : exact;
+		}
+		actions = {
+			NoAction;
+		}
+		size = 16;
+	}
+
+	action contrib_small() {
+		meta.cls = INCA_CLASS_SMALL;
+	}
+
+	action contrib_large() {
+		meta.cls = INCA_CLASS_LARGE;
+	}
+
+	action bad_msg() {
+		meta.cls = INCA_CLASS_NONE;
+	}
+
+	table classify {
+		key = {
+			hdr.inca.version : exact;
+			hdr.inca.dtype : exact;
+			hdr.inca.op : exact;
+			hdr.inca.flags : ternary;
+			hdr.inca.rank : ternary;
+			hdr.inca.reason : exact;
+			hdr.inca.count : exact;
+			hdr.udp.length : exact;
+			hdr.ipv4.total_len : exact;
+		}
+		actions = {
+			contrib_small;
+			contrib_large;
+			@defaultonly bad_msg;
+		}
+		const entries = {
+			(INCA_PROTO_VERSION, INCA_DTYPE_INT32, INCA_OP_SUM,
+			 8w0 &&& 8w0xf0, 16w0 &&& 16w0xffe0, 16w0,
+			 INCA_PAYLOAD_SMALL, INCA_UDP_LEN_SMALL, INCA_IP_LEN_SMALL) :
+				contrib_small();
+			(INCA_PROTO_VERSION, INCA_DTYPE_INT32, INCA_OP_SUM,
+			 8w0 &&& 8w0xf0, 16w0 &&& 16w0xffe0, 16w0,
+			 INCA_PAYLOAD_LARGE, INCA_UDP_LEN_LARGE, INCA_IP_LEN_LARGE) :
+				contrib_large();
+		}
+		const default_action = bad_msg();
+	}
+
+	action job_ok(bit<8> nworkers_m1, bit<16> mgid) {
+		meta.job_ok = 1;
+		meta.nworkers_m1 = nworkers_m1;
+		meta.mgid = mgid;
+	}
+
+	table job {
+		key = {
+			hdr.inca.job : exact;
+			hdr.inca.token : exact;
+		}
+		actions = {
+			job_ok;
+			NoAction;
+		}
+		default_action = NoAction();
+		size = INCA_MAX_JOBS;
+	}
+
+	action member_ok() {
+		meta.member_ok = 1;
+	}
+
+	table member {
+		key = {
+			hdr.inca.job : exact;
+			hdr.inca.rank : exact;
+			hdr.ipv4.src_addr : exact;
+		}
+		actions = {
+			member_ok;
+			NoAction;
+		}
+		default_action = NoAction();
+		size = INCA_MAX_MEMBERS;
+	}
+
+	action slot_entry(bit<32> pool_index, bit<32> lane_base) {
+		meta.slot_ok = 1;
+		meta.pool_index = pool_index;
+		meta.lane_base = lane_base;
+	}
+
+	table slot_map {
+		key = {
+			hdr.inca.job : exact;
+			hdr.inca.slot : exact;
+			hdr.inca.count : exact;
+		}
+		actions = {
+			slot_entry;
+			NoAction;
+		}
+		default_action = NoAction();
+		size = 2 * V1_NUM_SLOTS;
+	}
+
+	action to_cpu(bit<9> port) {
+		sm.egress_spec = port;
+	}
+
+	table cpu {
+		actions = {
+			to_cpu;
+		}
+		default_action = to_cpu(64);
+	}
+
+	action l2_forward(bit<9> port) {
+		sm.egress_spec = port;
+	}
+
+	action l2_flood(bit<16> mgid) {
+		sm.mcast_grp = mgid;
+		meta.flood = 1;
+	}
+
+	action l2_miss() {
+		meta.reason = INCA_DROP_L2_MISS;
+	}
+
+	table l2 {
+		key = {
+			hdr.ethernet.dst_addr : exact;
+		}
+		actions = {
+			l2_forward;
+			l2_flood;
+			l2_miss;
+		}
+		default_action = l2_miss();
+		size = 4096;
+	}
+
+	apply {
+		bit<32> b0;
+		bit<32> b1;
+
+		meta.in_port = sm.ingress_port;
+		if (sm.parser_error != error.NoError) {
+			meta.reason = INCA_DROP_PARSE;
+		} else if (hdr.inca.isValid()) {
+			if (agg_addr.apply().hit) {
+				if (sm.checksum_error == 1) {
+					meta.reason = INCA_DROP_IP_CSUM;
+				} else if (hdr.inca.type == INCA_MSG_CONTRIB) {
+					meta.admit = 1;
+				} else {
+					cpu.apply();
+				}
+			} else {
+				l2.apply();
+			}
+		} else {
+			l2.apply();
+		}
+
+		if (meta.admit == 1) {
+			classify.apply();
+			job.apply();
+			member.apply();
+			slot_map.apply();
+			if (meta.cls == INCA_CLASS_NONE) {
+				meta.reason = INCA_DROP_BAD_MSG;
+			} else if (meta.job_ok == 0) {
+				meta.reason = INCA_DROP_BAD_TOKEN;
+			} else if (meta.member_ok == 0) {
+				meta.reason = INCA_DROP_NOT_MEMBER;
+			} else if (meta.slot_ok == 0) {
+				meta.reason = INCA_DROP_BAD_SLOT;
+			}
+		}
+
+		if (meta.admit == 1 && meta.reason == INCA_DROP_NONE) {
+			meta.set = hdr.inca.flags[0:0];
+			meta.rank_bit = 32w1 << (bit<8>)hdr.inca.rank;
+			meta.set_index = (meta.pool_index << 1) | (bit<32>)meta.set;
+			meta.exp_in = (bit<16>)((bit<8>)hdr.inca.exp ^ 8w0x80);
+
+			/* Rules 1, 2, 4 (bit-based) and 6: see ../bitmap.p4. */
+			bitmap_set0.read(b0, meta.pool_index);
+			bitmap_set1.read(b1, meta.pool_index);
+			if (meta.set == 0) {
+				meta.before = b0;
+				b0 = b0 | meta.rank_bit;
+				b1 = b1 & ~meta.rank_bit;
+			} else {
+				meta.before = b1;
+				b0 = b0 & ~meta.rank_bit;
+				b1 = b1 | meta.rank_bit;
+			}
+			bitmap_set0.write(meta.pool_index, b0);
+			bitmap_set1.write(meta.pool_index, b1);
+			remaining.read(meta.cnt, meta.set_index);
+			max_exp.read(meta.exp_acc, meta.set_index);
+
+			if ((meta.before & meta.rank_bit) != 0) {
+				/* Already counted: look, change nothing. */
+				if (meta.cnt == 0) {
+					meta.verdict = INCA_V_REPLAY;
+					meta.lane_op = V1_LANE_READ;
+				} else {
+					meta.reason = INCA_DROP_DUPLICATE;
+				}
+			} else if (meta.before == 0) {
+				/* First contribution of a use of this set. */
+				meta.cnt = meta.nworkers_m1;
+				meta.exp_acc = meta.exp_in;
+				meta.lane_op = INCA_LANE_WRITE;
+				if (meta.cnt == 0) {
+					meta.verdict = INCA_V_COMPLETE;
+				} else {
+					meta.verdict = INCA_V_PENDING;
+				}
+			} else if (meta.cnt == 0) {
+				meta.reason = INCA_DROP_CONFLICT;
+			} else {
+				meta.cnt = meta.cnt - 1;
+				if (meta.exp_in > meta.exp_acc) {
+					meta.exp_acc = meta.exp_in;
+				}
+				meta.lane_op = INCA_LANE_ADD;
+				if (meta.cnt == 0) {
+					meta.verdict = INCA_V_COMPLETE;
+				} else {
+					meta.verdict = INCA_V_PENDING;
+				}
+			}
+			remaining.write(meta.set_index, meta.cnt);
+			max_exp.write(meta.set_index, meta.exp_acc);
+
+			if (meta.cls == INCA_CLASS_SMALL) {
+				meta.lane_idx0 = meta.lane_base | (bit<32>)meta.set;
+			} else {
+				meta.lane_idx0 = meta.lane_base | ((bit<32>)meta.set << 2);
+			}
+			meta.acc0 = meta.lane_idx0 << 6;
+			meta.acc1 = (meta.lane_idx0 | 1) << 6;
+			meta.acc2 = (meta.lane_idx0 | 2) << 6;
+			meta.acc3 = (meta.lane_idx0 | 3) << 6;
+
+			if (meta.lane_op == INCA_LANE_WRITE) {
+				ALL_GROUPS(lane_write)
+			} else if (meta.lane_op == INCA_LANE_ADD) {
+				ALL_GROUPS(lane_add)
+			} else if (meta.lane_op == V1_LANE_READ) {
+				ALL_GROUPS(lane_read)
+			}
+
+			if (meta.reason == INCA_DROP_NONE) {
+				if (meta.verdict == INCA_V_PENDING) {
+					meta.reason = INCA_DROP_CONSUMED;
+				} else {
+					hdr.inca.type = INCA_MSG_RESULT;
+					hdr.inca.bitmap = meta.before | meta.rank_bit;
+					hdr.inca.exp = (int<8>)(meta.exp_acc[7:0] ^ 8w0x80);
+					if (meta.verdict == INCA_V_COMPLETE) {
+						hdr.inca.flags[1:1] = 1w0;
+						sm.mcast_grp = meta.mgid;
+						meta.is_result = 1;
+					} else {
+						hdr.inca.flags[1:1] = 1w1;
+						sm.egress_spec = sm.ingress_port;
+						meta.rank = hdr.inca.rank;
+						meta.is_replay = 1;
+					}
+				}
+			}
+		}
+
+		if (meta.reason != INCA_DROP_NONE) {
+			mark_to_drop(sm);
+			drops.count((bit<32>)meta.reason);
+		}
+	}
+}
+
+control IncaEgress(inout v1_headers_t hdr,
+		   inout v1_md_t meta,
+		   inout standard_metadata_t sm)
+{
+	counter(INCA_DROP_REASONS, CounterType.packets) egress_drops;
+
+	action set_member(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port) {
+		hdr.ethernet.dst_addr = mac;
+		hdr.ipv4.dst_addr = ip;
+		hdr.udp.dst_port = udp_port;
+	}
+
+	table member_addr {
+		key = {
+			hdr.inca.job : exact;
+			meta.rank : exact;
+		}
+		actions = {
+			set_member;
+			NoAction;
+		}
+		default_action = NoAction();
+		size = INCA_MAX_MEMBERS;
+	}
+
+	action set_source(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port) {
+		hdr.ethernet.src_addr = mac;
+		hdr.ipv4.src_addr = ip;
+		hdr.udp.src_port = udp_port;
+	}
+
+	table aggregator {
+		actions = {
+			set_source;
+		}
+		default_action = set_source(0, 0, INCA_UDP_PORT);
+	}
+
+	apply {
+		if (meta.is_result == 1 || meta.is_replay == 1) {
+			if (meta.is_result == 1) {
+				meta.rank = sm.egress_rid;
+			}
+			if (member_addr.apply().hit) {
+				aggregator.apply();
+				hdr.inca.rank = meta.rank;
+				hdr.ipv4.tos = 0;
+				hdr.ipv4.flags = 3w2;  /* DF */
+				hdr.ipv4.frag_offset = 0;
+				hdr.ipv4.ttl = 64;
+				hdr.udp.checksum = 0;
+			} else {
+				mark_to_drop(sm);
+				egress_drops.count((bit<32>)INCA_DROP_NO_ROUTE);
+			}
+		} else if (meta.flood == 1 && sm.egress_port == meta.in_port) {
+			mark_to_drop(sm);
+		}
+	}
+}
+
+control IncaComputeChecksum(inout v1_headers_t hdr, inout v1_md_t meta)
+{
+	apply {
+		update_checksum(hdr.ipv4.isValid() && (meta.is_result == 1 || meta.is_replay == 1),
+				{ hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.tos,
+				  hdr.ipv4.total_len, hdr.ipv4.identification,
+				  hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+				  hdr.ipv4.protocol, hdr.ipv4.src_addr,
+				  hdr.ipv4.dst_addr },
+				hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+	}
+}
+
+control IncaDeparser(packet_out pkt, in v1_headers_t hdr)
+{
+	apply {
+		pkt.emit(hdr);
+	}
+}
+
+V1Switch(IncaParser(),
+	 IncaVerifyChecksum(),
+	 IncaIngress(),
+	 IncaEgress(),
+	 IncaComputeChecksum(),
+	 IncaDeparser()) main;
