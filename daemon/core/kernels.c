@@ -30,6 +30,18 @@
 
 #include "kernels.h"
 
+#if defined(__x86_64__) && !defined(INCA_NO_SIMD)
+#include <cpuid.h>
+#include <immintrin.h>
+#elif defined(__aarch64__) && !defined(INCA_NO_SIMD)
+#include <arm_neon.h>
+#endif
+
+/* Sums must round to fp32 after every addition, never to a wider format. */
+#if !defined(__FLT_EVAL_METHOD__) || __FLT_EVAL_METHOD__ != 0
+#error "the kernels need float arithmetic evaluated in float (FLT_EVAL_METHOD 0)"
+#endif
+
 #define CANON_NAN32 0x7fc00000u
 #define CANON_NAN16 0x7e00u
 #define CANON_NANBF 0x7fc0u
@@ -342,6 +354,486 @@ static const struct kernel_set portable_set = {
 	},
 };
 
+/* ---- x86-64: AVX2 + F16C --------------------------------------------- */
+
+#if defined(__x86_64__) && !defined(INCA_NO_SIMD)
+#define HAVE_AVX2_KERNELS 1
+
+/*
+ * Compiled for AVX2 whatever the build's -march, and only called after
+ * the CPU said it has AVX2 and F16C, so one binary serves every x86-64.
+ */
+#define AVX2_FN __attribute__((target("avx2,f16c")))
+#define AVX2_INLINE static inline __attribute__((target("avx2,f16c"), always_inline))
+
+AVX2_INLINE __m256i
+avx2_bswap32(__m256i v)
+{
+	const __m256i m = _mm256_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12,
+					   3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12);
+
+	return _mm256_shuffle_epi8(v, m);
+}
+
+AVX2_INLINE __m128i
+avx2_bswap16(__m128i v)
+{
+	const __m128i m = _mm_setr_epi8(1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+
+	return _mm_shuffle_epi8(v, m);
+}
+
+/* Eight wire elements (32 or 16 bytes) to eight accumulator lanes. */
+AVX2_INLINE __m256i
+avx2_dec_w32(const uint8_t *w)
+{
+	return avx2_bswap32(_mm256_loadu_si256((const __m256i *)w));
+}
+
+AVX2_INLINE __m256i
+avx2_dec_fp16(const uint8_t *w)
+{
+	__m128i h = avx2_bswap16(_mm_loadu_si128((const __m128i *)w));
+
+	return _mm256_castps_si256(_mm256_cvtph_ps(h)); /* exact, subnormals too */
+}
+
+AVX2_INLINE __m256i
+avx2_dec_bf16(const uint8_t *w)
+{
+	/* Zero-extend, then one shuffle swaps the bytes into the upper half. */
+	const __m256i m = _mm256_setr_epi8(-1, -1, 1, 0, -1, -1, 5, 4,
+					   -1, -1, 9, 8, -1, -1, 13, 12,
+					   -1, -1, 1, 0, -1, -1, 5, 4,
+					   -1, -1, 9, 8, -1, -1, 13, 12);
+	__m256i z = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)w));
+
+	return _mm256_shuffle_epi8(z, m);
+}
+
+AVX2_INLINE __m256i
+avx2_isum(__m256i a, __m256i b)
+{
+	return _mm256_add_epi32(a, b);
+}
+
+AVX2_INLINE __m256i
+avx2_imin(__m256i a, __m256i b)
+{
+	return _mm256_min_epi32(a, b);
+}
+
+AVX2_INLINE __m256i
+avx2_imax(__m256i a, __m256i b)
+{
+	return _mm256_max_epi32(a, b);
+}
+
+AVX2_INLINE __m256i
+avx2_fsum(__m256i a, __m256i b)
+{
+	return _mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b)));
+}
+
+AVX2_INLINE __m256i
+avx2_isnan(__m256i x)
+{
+	__m256i mag = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
+
+	return _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7f800000));
+}
+
+/* The signed-order key of f_key(); its own inverse. */
+AVX2_INLINE __m256i
+avx2_key(__m256i x)
+{
+	return _mm256_xor_si256(x, _mm256_srli_epi32(_mm256_srai_epi32(x, 31), 1));
+}
+
+AVX2_INLINE __m256i
+avx2_fmin(__m256i a, __m256i b)
+{
+	const __m256i lo = _mm256_set1_epi32(INT32_MIN);
+	__m256i ka = _mm256_blendv_epi8(avx2_key(a), lo, avx2_isnan(a));
+	__m256i kb = _mm256_blendv_epi8(avx2_key(b), lo, avx2_isnan(b));
+
+	return avx2_key(_mm256_min_epi32(ka, kb));
+}
+
+AVX2_INLINE __m256i
+avx2_fmax(__m256i a, __m256i b)
+{
+	const __m256i hi = _mm256_set1_epi32(INT32_MAX);
+	__m256i ka = _mm256_blendv_epi8(avx2_key(a), hi, avx2_isnan(a));
+	__m256i kb = _mm256_blendv_epi8(avx2_key(b), hi, avx2_isnan(b));
+
+	return avx2_key(_mm256_max_epi32(ka, kb));
+}
+
+/* Eight accumulator lanes to eight wire elements. */
+AVX2_INLINE void
+avx2_enc_i32(uint8_t *w, __m256i a)
+{
+	_mm256_storeu_si256((__m256i *)w, avx2_bswap32(a));
+}
+
+AVX2_INLINE void
+avx2_enc_f32(uint8_t *w, __m256i a)
+{
+	a = _mm256_blendv_epi8(a, _mm256_set1_epi32(CANON_NAN32), avx2_isnan(a));
+	_mm256_storeu_si256((__m256i *)w, avx2_bswap32(a));
+}
+
+AVX2_INLINE void
+avx2_enc_fp16(uint8_t *w, __m256i a)
+{
+	/* The immediate rounding mode, not MXCSR's: nearest even, inf on overflow. */
+	__m128i h = _mm256_cvtps_ph(_mm256_castsi256_ps(a), _MM_FROUND_TO_NEAREST_INT);
+	__m128i mag = _mm_and_si128(h, _mm_set1_epi16(0x7fff));
+	__m128i nan = _mm_cmpgt_epi16(mag, _mm_set1_epi16(0x7c00));
+
+	h = _mm_blendv_epi8(h, _mm_set1_epi16(CANON_NAN16), nan);
+	_mm_storeu_si128((__m128i *)w, avx2_bswap16(h));
+}
+
+AVX2_INLINE void
+avx2_enc_bf16(uint8_t *w, __m256i a)
+{
+	__m256i odd = _mm256_and_si256(_mm256_srli_epi32(a, 16), _mm256_set1_epi32(1));
+	__m256i r = _mm256_add_epi32(a, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff)));
+	__m128i h;
+
+	r = _mm256_srli_epi32(r, 16);
+	r = _mm256_blendv_epi8(r, _mm256_set1_epi32(CANON_NANBF), avx2_isnan(a));
+	/* Lanes hold 0..0xffff, so the unsigned saturating pack is exact. */
+	h = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+	_mm_storeu_si128((__m128i *)w, avx2_bswap16(h));
+}
+
+/* The tails (count % 8) use the portable element helpers: same bits. */
+#define AVX2_INIT(name, vdec, dec, size) \
+static AVX2_FN void \
+name(void *acc_, const void *wire_, unsigned count) \
+{ \
+	uint32_t *acc = acc_; \
+	const uint8_t *w = wire_; \
+	unsigned i = 0; \
+ \
+	for (; i + 8 <= count; i += 8) \
+		_mm256_storeu_si256((__m256i *)(acc + i), vdec(w + (size) * i)); \
+	for (; i < count; i++) \
+		acc[i] = dec(w, i); \
+}
+
+#define AVX2_COMBINE(name, vdec, vop, dec, op, size) \
+static AVX2_FN void \
+name(void *acc_, const void *wire_, unsigned count) \
+{ \
+	uint32_t *acc = acc_; \
+	const uint8_t *w = wire_; \
+	unsigned i = 0; \
+ \
+	for (; i + 8 <= count; i += 8) { \
+		__m256i a = _mm256_loadu_si256((const __m256i *)(acc + i)); \
+ \
+		a = vop(a, vdec(w + (size) * i)); \
+		_mm256_storeu_si256((__m256i *)(acc + i), a); \
+	} \
+	for (; i < count; i++) \
+		acc[i] = op(acc[i], dec(w, i)); \
+}
+
+#define AVX2_EXPORT(name, venc, enc, store, size) \
+static AVX2_FN void \
+name(void *wire_, const void *acc_, unsigned count) \
+{ \
+	const uint32_t *acc = acc_; \
+	uint8_t *w = wire_; \
+	unsigned i = 0; \
+ \
+	for (; i + 8 <= count; i += 8) \
+		venc(w + (size) * i, _mm256_loadu_si256((const __m256i *)(acc + i))); \
+	for (; i < count; i++) \
+		store(w + (size) * i, enc(acc[i])); \
+}
+
+AVX2_INIT(avx2_init_w32, avx2_dec_w32, dec_w32, 4)
+AVX2_INIT(avx2_init_fp16, avx2_dec_fp16, dec_fp16, 2)
+AVX2_INIT(avx2_init_bf16, avx2_dec_bf16, dec_bf16, 2)
+
+AVX2_COMBINE(avx2_i32_sum, avx2_dec_w32, avx2_isum, dec_w32, op_isum, 4)
+AVX2_COMBINE(avx2_i32_min, avx2_dec_w32, avx2_imin, dec_w32, op_imin, 4)
+AVX2_COMBINE(avx2_i32_max, avx2_dec_w32, avx2_imax, dec_w32, op_imax, 4)
+AVX2_COMBINE(avx2_f32_sum, avx2_dec_w32, avx2_fsum, dec_w32, op_fsum, 4)
+AVX2_COMBINE(avx2_f32_min, avx2_dec_w32, avx2_fmin, dec_w32, f_min_bits, 4)
+AVX2_COMBINE(avx2_f32_max, avx2_dec_w32, avx2_fmax, dec_w32, f_max_bits, 4)
+AVX2_COMBINE(avx2_f16_sum, avx2_dec_fp16, avx2_fsum, dec_fp16, op_fsum, 2)
+AVX2_COMBINE(avx2_f16_min, avx2_dec_fp16, avx2_fmin, dec_fp16, f_min_bits, 2)
+AVX2_COMBINE(avx2_f16_max, avx2_dec_fp16, avx2_fmax, dec_fp16, f_max_bits, 2)
+AVX2_COMBINE(avx2_b16_sum, avx2_dec_bf16, avx2_fsum, dec_bf16, op_fsum, 2)
+AVX2_COMBINE(avx2_b16_min, avx2_dec_bf16, avx2_fmin, dec_bf16, f_min_bits, 2)
+AVX2_COMBINE(avx2_b16_max, avx2_dec_bf16, avx2_fmax, dec_bf16, f_max_bits, 2)
+
+AVX2_EXPORT(avx2_export_i32, avx2_enc_i32, enc_same, be32_store, 4)
+AVX2_EXPORT(avx2_export_f32, avx2_enc_f32, f32_canon, be32_store, 4)
+AVX2_EXPORT(avx2_export_fp16, avx2_enc_fp16, f32_to_f16_bits, be16_store, 2)
+AVX2_EXPORT(avx2_export_bf16, avx2_enc_bf16, f32_to_bf16_bits, be16_store, 2)
+
+static const struct kernel_set avx2_set = {
+	.name = "avx2",
+	.init = {
+		[INCA_DTYPE_INT32] = avx2_init_w32,
+		[INCA_DTYPE_FP32] = avx2_init_w32,
+		[INCA_DTYPE_FP16] = avx2_init_fp16,
+		[INCA_DTYPE_BF16] = avx2_init_bf16,
+	},
+	.combine = {
+		[INCA_DTYPE_INT32] = { avx2_i32_sum, avx2_i32_min, avx2_i32_max },
+		[INCA_DTYPE_FP32] = { avx2_f32_sum, avx2_f32_min, avx2_f32_max },
+		[INCA_DTYPE_FP16] = { avx2_f16_sum, avx2_f16_min, avx2_f16_max },
+		[INCA_DTYPE_BF16] = { avx2_b16_sum, avx2_b16_min, avx2_b16_max },
+	},
+	.export = {
+		[INCA_DTYPE_INT32] = avx2_export_i32,
+		[INCA_DTYPE_FP32] = avx2_export_f32,
+		[INCA_DTYPE_FP16] = avx2_export_fp16,
+		[INCA_DTYPE_BF16] = avx2_export_bf16,
+	},
+};
+
+static int
+cpu_has_avx2(void)
+{
+	unsigned a, b, c, d;
+
+	/* libgcc's check covers the OS saving the YMM registers too. */
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("avx2"))
+		return 0;
+	/* Not every compiler knows "f16c" as a feature name: ask CPUID. */
+	if (!__get_cpuid(1, &a, &b, &c, &d))
+		return 0;
+	return (c & bit_F16C) != 0;
+}
+#endif /* x86-64 */
+
+/* ---- aarch64: NEON --------------------------------------------------- */
+
+#if defined(__aarch64__) && !defined(INCA_NO_SIMD)
+/* Advanced SIMD and its fp16 conversions are part of the aarch64 baseline. */
+#define HAVE_NEON_KERNELS 1
+
+/* Four wire elements (16 or 8 bytes) to four accumulator lanes. */
+static inline uint32x4_t
+neon_dec_w32(const uint8_t *w)
+{
+	return vreinterpretq_u32_u8(vrev32q_u8(vld1q_u8(w)));
+}
+
+static inline uint32x4_t
+neon_dec_fp16(const uint8_t *w)
+{
+	uint8x8_t h = vrev16_u8(vld1_u8(w));
+
+	return vreinterpretq_u32_f32(vcvt_f32_f16(vreinterpret_f16_u8(h)));
+}
+
+static inline uint32x4_t
+neon_dec_bf16(const uint8_t *w)
+{
+	uint16x4_t h = vreinterpret_u16_u8(vrev16_u8(vld1_u8(w)));
+
+	return vshlq_n_u32(vmovl_u16(h), 16);
+}
+
+static inline uint32x4_t
+neon_isum(uint32x4_t a, uint32x4_t b)
+{
+	return vaddq_u32(a, b);
+}
+
+static inline uint32x4_t
+neon_imin(uint32x4_t a, uint32x4_t b)
+{
+	int32x4_t r = vminq_s32(vreinterpretq_s32_u32(a), vreinterpretq_s32_u32(b));
+
+	return vreinterpretq_u32_s32(r);
+}
+
+static inline uint32x4_t
+neon_imax(uint32x4_t a, uint32x4_t b)
+{
+	int32x4_t r = vmaxq_s32(vreinterpretq_s32_u32(a), vreinterpretq_s32_u32(b));
+
+	return vreinterpretq_u32_s32(r);
+}
+
+static inline uint32x4_t
+neon_fsum(uint32x4_t a, uint32x4_t b)
+{
+	return vreinterpretq_u32_f32(vaddq_f32(vreinterpretq_f32_u32(a),
+					       vreinterpretq_f32_u32(b)));
+}
+
+static inline uint32x4_t
+neon_isnan(uint32x4_t x)
+{
+	return vcgtq_u32(vandq_u32(x, vdupq_n_u32(0x7fffffffu)), vdupq_n_u32(0x7f800000u));
+}
+
+/* The signed-order key of f_key(); its own inverse. */
+static inline uint32x4_t
+neon_key(uint32x4_t x)
+{
+	uint32x4_t sign = vreinterpretq_u32_s32(vshrq_n_s32(vreinterpretq_s32_u32(x), 31));
+
+	return veorq_u32(x, vshrq_n_u32(sign, 1));
+}
+
+static inline uint32x4_t
+neon_fmin(uint32x4_t a, uint32x4_t b)
+{
+	const uint32x4_t lo = vdupq_n_u32(0x80000000u);
+	int32x4_t ka = vreinterpretq_s32_u32(vbslq_u32(neon_isnan(a), lo, neon_key(a)));
+	int32x4_t kb = vreinterpretq_s32_u32(vbslq_u32(neon_isnan(b), lo, neon_key(b)));
+
+	return neon_key(vreinterpretq_u32_s32(vminq_s32(ka, kb)));
+}
+
+static inline uint32x4_t
+neon_fmax(uint32x4_t a, uint32x4_t b)
+{
+	const uint32x4_t hi = vdupq_n_u32(0x7fffffffu);
+	int32x4_t ka = vreinterpretq_s32_u32(vbslq_u32(neon_isnan(a), hi, neon_key(a)));
+	int32x4_t kb = vreinterpretq_s32_u32(vbslq_u32(neon_isnan(b), hi, neon_key(b)));
+
+	return neon_key(vreinterpretq_u32_s32(vmaxq_s32(ka, kb)));
+}
+
+/* Four accumulator lanes to four wire elements. */
+static inline void
+neon_enc_i32(uint8_t *w, uint32x4_t a)
+{
+	vst1q_u8(w, vrev32q_u8(vreinterpretq_u8_u32(a)));
+}
+
+static inline void
+neon_enc_f32(uint8_t *w, uint32x4_t a)
+{
+	a = vbslq_u32(neon_isnan(a), vdupq_n_u32(CANON_NAN32), a);
+	vst1q_u8(w, vrev32q_u8(vreinterpretq_u8_u32(a)));
+}
+
+static inline void
+neon_enc_fp16(uint8_t *w, uint32x4_t a)
+{
+	/* FPCR's rounding mode, round to nearest even unless someone changed it. */
+	uint16x4_t h = vreinterpret_u16_f16(vcvt_f16_f32(vreinterpretq_f32_u32(a)));
+	uint16x4_t nan = vcgt_u16(vand_u16(h, vdup_n_u16(0x7fff)), vdup_n_u16(0x7c00));
+
+	h = vbsl_u16(nan, vdup_n_u16(CANON_NAN16), h);
+	vst1_u8(w, vrev16_u8(vreinterpret_u8_u16(h)));
+}
+
+static inline void
+neon_enc_bf16(uint8_t *w, uint32x4_t a)
+{
+	uint32x4_t odd = vandq_u32(vshrq_n_u32(a, 16), vdupq_n_u32(1));
+	uint32x4_t r = vaddq_u32(a, vaddq_u32(odd, vdupq_n_u32(0x7fff)));
+	uint16x4_t h;
+
+	r = vbslq_u32(neon_isnan(a), vdupq_n_u32(CANON_NANBF << 16), r);
+	h = vshrn_n_u32(r, 16);
+	vst1_u8(w, vrev16_u8(vreinterpret_u8_u16(h)));
+}
+
+#define NEON_INIT(name, vdec, dec, size) \
+static void \
+name(void *acc_, const void *wire_, unsigned count) \
+{ \
+	uint32_t *acc = acc_; \
+	const uint8_t *w = wire_; \
+	unsigned i = 0; \
+ \
+	for (; i + 4 <= count; i += 4) \
+		vst1q_u32(acc + i, vdec(w + (size) * i)); \
+	for (; i < count; i++) \
+		acc[i] = dec(w, i); \
+}
+
+#define NEON_COMBINE(name, vdec, vop, dec, op, size) \
+static void \
+name(void *acc_, const void *wire_, unsigned count) \
+{ \
+	uint32_t *acc = acc_; \
+	const uint8_t *w = wire_; \
+	unsigned i = 0; \
+ \
+	for (; i + 4 <= count; i += 4) \
+		vst1q_u32(acc + i, vop(vld1q_u32(acc + i), vdec(w + (size) * i))); \
+	for (; i < count; i++) \
+		acc[i] = op(acc[i], dec(w, i)); \
+}
+
+#define NEON_EXPORT(name, venc, enc, store, size) \
+static void \
+name(void *wire_, const void *acc_, unsigned count) \
+{ \
+	const uint32_t *acc = acc_; \
+	uint8_t *w = wire_; \
+	unsigned i = 0; \
+ \
+	for (; i + 4 <= count; i += 4) \
+		venc(w + (size) * i, vld1q_u32(acc + i)); \
+	for (; i < count; i++) \
+		store(w + (size) * i, enc(acc[i])); \
+}
+
+NEON_INIT(neon_init_w32, neon_dec_w32, dec_w32, 4)
+NEON_INIT(neon_init_fp16, neon_dec_fp16, dec_fp16, 2)
+NEON_INIT(neon_init_bf16, neon_dec_bf16, dec_bf16, 2)
+
+NEON_COMBINE(neon_i32_sum, neon_dec_w32, neon_isum, dec_w32, op_isum, 4)
+NEON_COMBINE(neon_i32_min, neon_dec_w32, neon_imin, dec_w32, op_imin, 4)
+NEON_COMBINE(neon_i32_max, neon_dec_w32, neon_imax, dec_w32, op_imax, 4)
+NEON_COMBINE(neon_f32_sum, neon_dec_w32, neon_fsum, dec_w32, op_fsum, 4)
+NEON_COMBINE(neon_f32_min, neon_dec_w32, neon_fmin, dec_w32, f_min_bits, 4)
+NEON_COMBINE(neon_f32_max, neon_dec_w32, neon_fmax, dec_w32, f_max_bits, 4)
+NEON_COMBINE(neon_f16_sum, neon_dec_fp16, neon_fsum, dec_fp16, op_fsum, 2)
+NEON_COMBINE(neon_f16_min, neon_dec_fp16, neon_fmin, dec_fp16, f_min_bits, 2)
+NEON_COMBINE(neon_f16_max, neon_dec_fp16, neon_fmax, dec_fp16, f_max_bits, 2)
+NEON_COMBINE(neon_b16_sum, neon_dec_bf16, neon_fsum, dec_bf16, op_fsum, 2)
+NEON_COMBINE(neon_b16_min, neon_dec_bf16, neon_fmin, dec_bf16, f_min_bits, 2)
+NEON_COMBINE(neon_b16_max, neon_dec_bf16, neon_fmax, dec_bf16, f_max_bits, 2)
+
+NEON_EXPORT(neon_export_i32, neon_enc_i32, enc_same, be32_store, 4)
+NEON_EXPORT(neon_export_f32, neon_enc_f32, f32_canon, be32_store, 4)
+NEON_EXPORT(neon_export_fp16, neon_enc_fp16, f32_to_f16_bits, be16_store, 2)
+NEON_EXPORT(neon_export_bf16, neon_enc_bf16, f32_to_bf16_bits, be16_store, 2)
+
+static const struct kernel_set neon_set = {
+	.name = "neon",
+	.init = {
+		[INCA_DTYPE_INT32] = neon_init_w32,
+		[INCA_DTYPE_FP32] = neon_init_w32,
+		[INCA_DTYPE_FP16] = neon_init_fp16,
+		[INCA_DTYPE_BF16] = neon_init_bf16,
+	},
+	.combine = {
+		[INCA_DTYPE_INT32] = { neon_i32_sum, neon_i32_min, neon_i32_max },
+		[INCA_DTYPE_FP32] = { neon_f32_sum, neon_f32_min, neon_f32_max },
+		[INCA_DTYPE_FP16] = { neon_f16_sum, neon_f16_min, neon_f16_max },
+		[INCA_DTYPE_BF16] = { neon_b16_sum, neon_b16_min, neon_b16_max },
+	},
+	.export = {
+		[INCA_DTYPE_INT32] = neon_export_i32,
+		[INCA_DTYPE_FP32] = neon_export_f32,
+		[INCA_DTYPE_FP16] = neon_export_fp16,
+		[INCA_DTYPE_BF16] = neon_export_bf16,
+	},
+};
+#endif /* aarch64 */
+
 /* The best set this CPU runs; NULL until the first agg_kernels_init(). */
 static const struct kernel_set *best_set;
 static int force_portable;
@@ -349,7 +841,15 @@ static int force_portable;
 static const struct kernel_set *
 pick_best(void)
 {
+#ifdef HAVE_AVX2_KERNELS
+	if (cpu_has_avx2())
+		return &avx2_set;
+#endif
+#ifdef HAVE_NEON_KERNELS
+	return &neon_set;
+#else
 	return &portable_set;
+#endif
 }
 
 void
