@@ -1,0 +1,326 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The INCA authors
+"""Run the real incad on net_pcap ports and look at what it sent.
+
+A test writes one input pcap per port, starts incad with
+--no-huge --no-pci --vdev net_pcapN,rx_pcap=IN,tx_pcap=OUT, waits (through
+the telemetry socket) until incad has received every input frame, stops it
+with SIGTERM and reads the output pcaps and the final statistics incad
+printed. Message layouts and values are written here from
+docs/protocol.md, independently of the C code.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+from scapy.all import ARP, ICMP, IP, UDP, Ether, Raw, rdpcap, wrpcap  # noqa: F401 (re-exported)
+
+INCA_PORT = 18766
+HDR_FMT = '!BBBBHHIHBbIIHHI'        # struct inca_hdr, 32 bytes
+CTRL_FMT = '!BBHHHHHHHIIII'         # struct inca_ctrl, 32 bytes
+HDR_FIELDS = ('version', 'type', 'dtype', 'op', 'job', 'rank', 'token', 'slot',
+              'flags', 'exp', 'seq', 'offset', 'count', 'reason', 'bitmap')
+CTRL_FIELDS = ('ver_min', 'ver_max', 'dtypes', 'ops', 'max_elems', 'nworkers',
+               'pool_size', 'window', 'caps', 'hb_ms', 'evict_ms', 'pool_base',
+               'reserved')
+assert struct.calcsize(HDR_FMT) == 32 and struct.calcsize(CTRL_FMT) == 32
+
+# Message types, dtypes, ops, flags and NACK reasons (docs/protocol.md).
+CONTRIB, RESULT, HELLO, CAPS, JOIN, JOIN_ACK, LEAVE, LEAVE_ACK = 1, 2, 3, 4, 5, 6, 7, 8
+HEARTBEAT, HEARTBEAT_ACK, NACK = 9, 10, 11
+INT32, FP32, FP16, BF16 = 0, 1, 2, 3
+SUM, MIN, MAX = 0, 1, 2
+F_SET, F_RETX, F_LAST, F_BFP = 1, 2, 4, 8
+NACK_REASONS = {'BAD_VERSION': 1, 'UNKNOWN_JOB': 2, 'NOT_MEMBER': 3, 'BAD_TOKEN': 4,
+                'QUOTA_EXHAUSTED': 5, 'NO_SLOTS': 6, 'JOB_FULL': 7, 'BAD_PARAMS': 8,
+                'UNSUPPORTED_DTYPE': 9, 'UNSUPPORTED_OP': 10, 'TOO_LARGE': 11,
+                'SHUTTING_DOWN': 12, 'EVICTED': 13, 'MEMBER_LOST': 14,
+                'RATE_LIMITED': 15}
+CAP_NATIVE_FLOAT, CAP_BFP, CAP_SEQ_CHECK = 1, 2, 4
+
+AGG_MAC = '02:00:00:00:aa:00'       # incad's MAC on port i: ...:aa:0i
+AGG_IP = '10.77.0.1'                # incad's address on port i: 10.77.0.(1+i)
+TOKEN = 0xC0FFEE01
+
+
+def agg_mac(port=0):
+    return '02:00:00:00:aa:%02x' % port
+
+
+def agg_ip(port=0):
+    return '10.77.0.%d' % (1 + port)
+
+
+def worker_mac(rank):
+    return '02:00:00:00:bb:%02x' % rank
+
+
+def worker_ip(rank):
+    return '10.77.1.%d' % (10 + rank)
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(what)
+
+
+def hdr(mtype, job=0, rank=0, token=TOKEN, slot=0, flags=0, exp=0, seq=0, offset=0,
+        count=0, dtype=INT32, op=SUM, reason=0, bitmap=0, version=1):
+    return struct.pack(HDR_FMT, version, mtype, dtype, op, job, rank, token, slot, flags,
+                       exp, seq, offset, count, reason, bitmap)
+
+
+def ctrl(ver_min=1, ver_max=1, dtypes=0, ops=0, max_elems=0, nworkers=0, pool_size=0,
+         window=0, caps=0, hb_ms=0, evict_ms=0, pool_base=0):
+    return struct.pack(CTRL_FMT, ver_min, ver_max, dtypes, ops, max_elems, nworkers,
+                       pool_size, window, caps, hb_ms, evict_ms, pool_base, 0)
+
+
+def udp_frame(payload, rank=0, sport=None, port=0, src_ip=None, src_mac=None,
+              dst_ip=None, dport=INCA_PORT):
+    """An Ethernet/IPv4/UDP frame from worker @rank to incad's port @port."""
+    return (Ether(src=src_mac or worker_mac(rank), dst=agg_mac(port)) /
+            IP(src=src_ip or worker_ip(rank), dst=dst_ip or agg_ip(port)) /
+            UDP(sport=sport if sport is not None else 40000 + rank, dport=dport) /
+            Raw(payload))
+
+
+def join(job, rank, nworkers, token=TOKEN, pool_size=0, window=0, max_elems=0,
+         dtypes=0, ops=0, **kw):
+    return udp_frame(hdr(JOIN, job=job, rank=rank, token=token) +
+                     ctrl(nworkers=nworkers, pool_size=pool_size, window=window,
+                          max_elems=max_elems, dtypes=dtypes, ops=ops), rank=rank, **kw)
+
+
+def contrib(job, rank, values, slot=0, seq=0, flags=0, token=TOKEN, dtype=INT32, op=SUM,
+            offset=0, exp=0, **kw):
+    fmt = {INT32: '!%di', FP32: '!%df', FP16: '!%de'}[dtype] % len(values)
+    body = struct.pack(fmt, *values)
+    return udp_frame(hdr(CONTRIB, job=job, rank=rank, token=token, slot=slot, seq=seq,
+                         flags=flags, count=len(values), dtype=dtype, op=op,
+                         offset=offset, exp=exp) + body, rank=rank, **kw)
+
+
+class Msg:
+    """An INCA message incad sent, with its frame."""
+
+    def __init__(self, pkt):
+        self.pkt = pkt
+        raw = bytes(pkt[UDP].payload)
+        check(len(raw) >= 32, 'INCA message shorter than its header')
+        self.h = dict(zip(HDR_FIELDS, struct.unpack(HDR_FMT, raw[:32])))
+        self.body = raw[32:]
+        self.type = self.h['type']
+
+    def __getitem__(self, k):
+        return self.h[k]
+
+    def ctrl(self):
+        check(len(self.body) == 32, 'control body of %d bytes' % len(self.body))
+        return dict(zip(CTRL_FIELDS, struct.unpack(CTRL_FMT, self.body)))
+
+    def values(self, dtype=None):
+        dtype = self.h['dtype'] if dtype is None else dtype
+        n = self.h['count']
+        fmt = {INT32: '!%di', FP32: '!%df', FP16: '!%de'}[dtype] % n
+        return list(struct.unpack(fmt, self.body))
+
+    @property
+    def dst(self):
+        return (self.pkt[Ether].dst, self.pkt[IP].dst, self.pkt[UDP].dport)
+
+    def __repr__(self):
+        return 'Msg(%s to %s)' % (self.h, self.dst)
+
+
+def checksums_ok(pkt):
+    """True when the IPv4 and UDP/ICMP checksums of @pkt are right."""
+    p = Ether(bytes(pkt))
+    ip_sum = p[IP].chksum
+    del p[IP].chksum
+    if UDP in p:
+        l4, l4_sum = UDP, p[UDP].chksum
+        del p[UDP].chksum
+    else:
+        l4, l4_sum = ICMP, p[ICMP].chksum
+        del p[ICMP].chksum
+    q = Ether(bytes(p))
+    return q[IP].chksum == ip_sum and (q[l4].chksum == l4_sum or
+                                       (l4 is UDP and l4_sum == 0))
+
+
+def inca_msgs(pkts):
+    return [Msg(p) for p in pkts if UDP in p and p[UDP].sport == INCA_PORT]
+
+
+def base_config(nports=1, mode='aggregator', extra='', tenants=None, jobs='',
+                workers=1):
+    ports = ',\n'.join(
+        '{ name = "p%d"; device = "net_pcap%d"; ipv4 = "%s/16"; mac = "%s"; }'
+        % (i, i, agg_ip(i), agg_mac(i)) for i in range(nports))
+    if tenants is None:
+        tenants = ('{ name = "t1"; token = 0x%08X; job_ids = [1, 99]; slot_quota = 256; '
+                   'dynamic_jobs = true; sources = ["10.77.0.0/16"]; }' % TOKEN)
+    return ('mode = "%s";\nworkers = %d;\nports = (\n%s\n);\ntenants = ( %s );\n'
+            'jobs = ( %s );\n%s\n' % (mode, workers, ports, tenants, jobs, extra))
+
+
+def telemetry(prefix, cmd, timeout=2.0):
+    """One telemetry command; None if incad does not answer (yet)."""
+    path = '/var/run/dpdk/%s/dpdk_telemetry.v2' % prefix
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.settimeout(timeout)
+        s.connect(path)
+        s.recv(16384)
+        s.send(cmd.encode())
+        reply = json.loads(s.recv(65536).decode())
+        s.close()
+    except (OSError, ValueError):
+        return None
+    key = cmd.split(',')[0]
+    return reply.get(key)
+
+
+class Run:
+    """Result of one incad run."""
+
+    def __init__(self, rc, stdout, stderr, outputs, prefix, telem):
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+        self.out = outputs            # port -> list of scapy packets
+        self.prefix = prefix
+        self.telemetry = telem        # what the test asked while incad ran
+        self.drops = {}
+        self.counters = {}
+        self.nacks = {}
+        self.jobs = {}
+        for line in stdout.splitlines():
+            m = re.match(r'drop (\S+) (\d+)$', line)
+            if m:
+                self.drops[m.group(1)] = int(m.group(2))
+            m = re.match(r'counter (\S+) (\d+)$', line)
+            if m:
+                self.counters[m.group(1)] = int(m.group(2))
+            m = re.match(r'nack (\S+) (\d+)$', line)
+            if m:
+                self.nacks[m.group(1)] = int(m.group(2))
+            m = re.match(r'job (\d+): (.*)$', line)
+            if m:
+                self.jobs[int(m.group(1))] = m.group(2)
+
+    def msgs(self, port=0):
+        return inca_msgs(self.out[port])
+
+    def drop(self, name):
+        return self.drops.get(name, 0)
+
+    def counter(self, name):
+        return self.counters.get(name, 0)
+
+    def total_drops(self):
+        return sum(self.drops.values())
+
+
+def incad_path():
+    return os.environ['INCAD']
+
+
+def run_incad(config, inputs, eal=(), ask=(), app=(), timeout=20.0):
+    """Run incad with @config on len(@inputs) net_pcap ports.
+
+    @inputs is a list (one per port) of lists of frames. @ask lists
+    telemetry commands to send once every frame has been received.
+    """
+    tmp = tempfile.mkdtemp(prefix='incad-dpdk-')
+    prefix = 'incadt%d_%d' % (os.getpid(), int(time.time() * 1000) % 100000)
+    try:
+        conf = os.path.join(tmp, 'incad.conf')
+        with open(conf, 'w') as f:
+            f.write(config)
+        vdevs = []
+        for i, frames in enumerate(inputs):
+            fin = os.path.join(tmp, 'in%d.pcap' % i)
+            wrpcap(fin, frames, linktype=1) if frames else _empty_pcap(fin)
+            vdevs += ['--vdev', 'net_pcap%d,rx_pcap=%s,tx_pcap=%s'
+                      % (i, fin, os.path.join(tmp, 'out%d.pcap' % i))]
+        cmd = ([incad_path(), '--no-huge', '-m', '256', '--no-pci', '--file-prefix', prefix,
+                '--log-level', 'lib.eal:warning'] + list(eal) + vdevs +
+               ['--', '-c', conf] + list(app))
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        telem = {}
+        try:
+            want = [len(fr) for fr in inputs]
+            deadline = time.monotonic() + timeout
+            while True:
+                if p.poll() is not None:
+                    break
+                ports = telemetry(prefix, '/incad/ports')
+                if ports and all(ports.get('p%d' % i, {}).get('rx', -1) >= n
+                                 for i, n in enumerate(want)):
+                    break
+                if time.monotonic() > deadline:
+                    raise Fail('incad did not receive every input frame within %.0f s'
+                               % timeout)
+                time.sleep(0.05)
+            # Every frame was handled in the loop that received it; give
+            # the tx path one more moment before stopping.
+            time.sleep(0.1)
+            for c in ask:
+                telem[c] = telemetry(prefix, c)
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+            out, err = p.communicate(timeout=15)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        outputs = []
+        for i in range(len(inputs)):
+            fout = os.path.join(tmp, 'out%d.pcap' % i)
+            outputs.append(list(rdpcap(fout)) if os.path.exists(fout) and
+                           os.path.getsize(fout) > 24 else [])
+        run = Run(p.returncode, out, err, outputs, prefix, telem)
+        if p.returncode != 0:
+            sys.stderr.write(err)
+            raise Fail('incad exited with status %d' % p.returncode)
+        return run
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree('/var/run/dpdk/%s' % prefix, ignore_errors=True)
+
+
+def _empty_pcap(path):
+    # Global header only: net_pcap needs a readable file.
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<IHHiIII', 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+
+
+def main(cases):
+    """Run the case named on the command line; exit 0 on success."""
+    if len(sys.argv) != 3:
+        sys.exit('usage: %s INCAD CASE' % sys.argv[0])
+    os.environ['INCAD'] = sys.argv[1]
+    name = sys.argv[2]
+    if name not in cases:
+        sys.exit('unknown case %s (known: %s)' % (name, ' '.join(sorted(cases))))
+    try:
+        cases[name]()
+    except Fail as e:
+        print('FAIL %s: %s' % (name, e))
+        sys.exit(1)
+    print('PASS %s' % name)

@@ -1,0 +1,582 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The INCA authors
+"""incad on net_pcap ports: one case per behaviour (meson suite 'dpdk').
+
+Usage: test_incad.py INCAD CASE
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from incadtest import (  # noqa: E402
+    ARP, CAP_SEQ_CHECK, CAPS, CONTRIB, F_RETX, F_SET, FP16, FP32, HEARTBEAT,
+    HEARTBEAT_ACK, HELLO, ICMP, INCA_PORT, INT32, IP, JOIN, JOIN_ACK, LEAVE, LEAVE_ACK,
+    MAX, MIN, NACK, NACK_REASONS, RESULT, SUM, TOKEN, UDP, Ether, Raw, agg_ip,
+    agg_mac, base_config, check, checksums_ok, contrib, ctrl, hdr, incad_path, join,
+    main, run_incad, udp_frame, worker_ip, worker_mac)
+
+def results(run, port=0):
+    return [m for m in run.msgs(port) if m.type == RESULT]
+
+
+def of_type(run, mtype, port=0):
+    return [m for m in run.msgs(port) if m.type == mtype]
+
+
+def check_to_worker(m, rank, port=0, sport=None):
+    """@m goes to worker @rank from incad's address and INCA port."""
+    p = m.pkt
+    check(p[Ether].dst == worker_mac(rank), '%r: wrong destination MAC' % m)
+    check(p[Ether].src == agg_mac(port), '%r: wrong source MAC' % m)
+    check(p[IP].dst == worker_ip(rank), '%r: wrong destination IP' % m)
+    check(p[UDP].dport == (40000 + rank if sport is None else sport),
+          '%r: wrong destination port' % m)
+    check(p[UDP].sport == INCA_PORT, '%r: not from the INCA port' % m)
+    check(checksums_ok(p), '%r: bad IPv4 or UDP checksum' % m)
+
+
+def check_results(msgs, ranks, expect, slot, seq, dtype=INT32, flags=0, nworkers=None):
+    """Exactly one RESULT per rank in @ranks for (slot, seq), with @expect."""
+    mine = [m for m in msgs if m['slot'] == slot and m['seq'] == seq]
+    got = sorted(m['rank'] for m in mine)
+    check(got == sorted(ranks), 'slot %d seq %d: RESULTs for ranks %s, expected %s'
+          % (slot, seq, got, sorted(ranks)))
+    full = (1 << (nworkers or len(ranks))) - 1
+    for m in mine:
+        check_to_worker(m, m['rank'])
+        check(m['bitmap'] == full, '%r: bitmap 0x%x, expected 0x%x' % (m, m['bitmap'], full))
+        check(m['dtype'] == dtype, '%r: dtype' % m)
+        check(m['flags'] == flags, '%r: flags 0x%x, expected 0x%x' % (m, m['flags'], flags))
+        check(m['token'] == TOKEN, '%r: token' % m)
+        vals = m.values()
+        if dtype == INT32:
+            ok = vals == list(expect)
+        else:
+            ok = np.array_equal(np.array(vals, dtype=np.float64),
+                                np.array(expect, dtype=np.float64))
+        check(ok, 'slot %d: values %s, expected %s' % (slot, vals, list(expect)))
+
+
+def case_help():
+    p = subprocess.run([incad_path(), '--help'], capture_output=True, text=True, timeout=20)
+    check(p.returncode == 0, '--help exited %d' % p.returncode)
+    check('Usage:' in p.stdout and '-c' in p.stdout, 'no usage text on stdout')
+    check('EAL' not in p.stderr, '--help started EAL')
+    p = subprocess.run([incad_path(), '--no-huge', '--no-pci', '--', '--bogus'],
+                       capture_output=True, text=True, timeout=20)
+    check(p.returncode != 0, 'an unknown option was accepted')
+
+
+BAD_CONFIGS = [
+    # (config text, line of the error, text the message must contain)
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'inca_port = 1;\nbogus_key = 3;\n', 3, "unknown key 'bogus_key'"),
+    ('ports = (\n { name = "p0"; device = "x";\n ipv4 = "10.0.0.300"; }\n);\n', 3,
+     'is not an IPv4 address'),
+    ('ports = (\n { name = "p0"; device = "x"; ipv4 = "10.0.0.1";\n  colour = 1; }\n);\n',
+     3, "unknown key 'colour'"),
+    ('workers = 1;\n', 0, "missing key 'ports'"),   # line 0: the file as a whole
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'aggregation = {\n max_elems = 5000;\n};\n', 3, 'out of range'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'memory = { ring_size = 1000; };\n', 2, 'not a power of two'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'workers = ;\n', 2, 'syntax error'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'tenants = ( { name = "t"; token = 5; job_ids = [1, 10]; } );\n'
+     'jobs = (\n { id = 20; tenant = "t"; nworkers = 2; }\n);\n', 4, 'outside tenant'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'idle = { policy = "sometimes"; };\n', 2, 'idle policy'),
+    ('ports = ( { name = "p0"; ipv4 = "10.0.0.1"; } );\n', 1, 'exactly one of device'),
+]
+
+
+def case_bad_config():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'bad.conf')
+        for text, line, needle in BAD_CONFIGS:
+            with open(path, 'w') as f:
+                f.write(text)
+            # EAL options as for a real run, in case the file were accepted.
+            p = subprocess.run([incad_path(), '--no-huge', '-m', '128', '--no-pci',
+                                '--file-prefix', 'incadt_bad%d' % os.getpid(), '--',
+                                '-c', path], capture_output=True, text=True, timeout=20)
+            check(p.returncode != 0, 'config accepted:\n%s' % text)
+            want = '%s:%d: ' % (path, line)
+            lines = [ln for ln in p.stderr.splitlines() if ln.startswith(want)]
+            check(lines and any(needle in ln for ln in lines),
+                  'expected "%s...%s" on stderr, got:\n%s' % (want, needle, p.stderr))
+            check('EAL' not in p.stderr, 'EAL started despite a bad configuration')
+        p = subprocess.run([incad_path(), '--no-huge', '--no-pci', '--',
+                            '-c', os.path.join(tmp, 'missing.conf')],
+                           capture_output=True, text=True, timeout=20)
+        check(p.returncode != 0 and 'missing.conf:0:' in p.stderr,
+              'a missing file is not reported as file:line: %r' % p.stderr)
+    # The shipped example must load (it fails later only for want of the device).
+    conf = os.path.join(os.path.dirname(__file__), '..', '..', 'conf', 'incad.conf')
+    prefix = 'incadt_conf%d' % os.getpid()
+    p = subprocess.run([incad_path(), '--no-huge', '-m', '128', '--no-pci',
+                        '--file-prefix', prefix, '--', '-c', conf],
+                       capture_output=True, text=True, timeout=30)
+    shutil.rmtree('/var/run/dpdk/' + prefix, ignore_errors=True)
+    check(p.returncode != 0 and "no ethdev named 'net_pcap0'" in p.stderr,
+          'conf/incad.conf: %r' % p.stderr[-500:])
+
+
+def case_join_ack():
+    frames = [
+        udp_frame(hdr(HELLO) + ctrl(dtypes=1, ops=1, max_elems=256), rank=0),
+        join(7, 0, 2, pool_size=16, window=8, max_elems=256),
+        join(7, 0, 2, pool_size=16, window=8, max_elems=256),           # repeated
+        join(7, 0, 2, src_ip=worker_ip(5), src_mac=worker_mac(5)),    # rank held
+        join(7, 1, 3),                                                 # nworkers differ
+        join(7, 2, 2, sport=40002),                                    # rank >= nworkers
+        join(7, 1, 2, src_ip='192.168.9.9'),                           # outside sources
+        udp_frame(hdr(JOIN, job=7, rank=1) + ctrl(ver_min=2, ver_max=3, nworkers=2),
+                  rank=1),                                             # bad version
+        join(7, 1, 2, max_elems=4000, window=0),                       # clamped
+    ]
+    run = run_incad(base_config(), [frames])
+    msgs = run.msgs()
+    by_type = [(m.type, m['rank'], m['reason']) for m in msgs]
+    expect = [(CAPS, 0, 0), (JOIN_ACK, 0, 0), (JOIN_ACK, 0, 0),
+              (NACK, 0, NACK_REASONS['JOB_FULL']), (NACK, 1, NACK_REASONS['BAD_PARAMS']),
+              (NACK, 2, NACK_REASONS['BAD_PARAMS']), (NACK, 1, NACK_REASONS['NOT_MEMBER']),
+              (NACK, 1, NACK_REASONS['BAD_VERSION']), (JOIN_ACK, 1, 0)]
+    check(by_type == expect, 'answers %s, expected %s' % (by_type, expect))
+    caps = msgs[0].ctrl()
+    check(caps['ver_min'] == 1 and caps['ver_max'] == 1, 'CAPS versions %s' % caps)
+    check(caps['dtypes'] == 0xf and caps['ops'] == 0x7, 'CAPS dtypes/ops %s' % caps)
+    check(caps['caps'] & CAP_SEQ_CHECK, 'CAPS without SEQ_CHECK')
+    check(caps['max_elems'] == 1024 and caps['hb_ms'] == 1000 and caps['evict_ms'] == 5000,
+          'CAPS limits %s' % caps)
+    check_to_worker(msgs[0], 0)
+    ack = msgs[1]
+    check_to_worker(ack, 0)
+    check(ack['job'] == 7 and ack['token'] == TOKEN, 'JOIN_ACK header %r' % ack)
+    a = ack.ctrl()
+    check(a['pool_size'] == 16 and a['window'] == 8 and a['max_elems'] == 256 and
+          a['nworkers'] == 2 and a['hb_ms'] == 1000 and a['evict_ms'] == 5000,
+          'JOIN_ACK body %s' % a)
+    check(a['dtypes'] == 1 and a['ops'] == 1, 'JOIN_ACK dtypes/ops %s' % a)
+    check(msgs[2].body == ack.body and msgs[2].h == ack.h,
+          'a repeated JOIN got a different JOIN_ACK')
+    check(msgs[3].dst[1] == worker_ip(5), 'JOB_FULL went to %s' % (msgs[3].dst,))
+    check(msgs[6].dst[1] == '192.168.9.9', 'NOT_MEMBER went to %s' % (msgs[6].dst,))
+    bv = msgs[7]
+    check(len(bv.body) == 32 and bv.ctrl()['ver_max'] == 1,
+          'BAD_VERSION NACK without a CAPS body')
+    check(all(len(m.body) == 0 for m in msgs[3:7]), 'NACK with a body')
+    last = msgs[8].ctrl()
+    # max_elems is capped by the job's, which its first JOIN fixed.
+    check(last['max_elems'] == 256 and last['window'] == 16 and last['pool_size'] == 16,
+          'second member grant %s' % last)
+    check(run.nacks.get('BAD_PARAMS') == 2 and run.nacks.get('JOB_FULL') == 1,
+          'NACKs counted %s' % run.nacks)
+
+
+def join_all(job, nworkers, **kw):
+    return [join(job, r, nworkers, **kw) for r in range(nworkers)]
+
+
+def case_aggregate2():
+    big = 2**31 - 1
+    frames = join_all(3, 2, pool_size=8) + [
+        contrib(3, 0, [1, 2, 3, big, -5], slot=0, seq=0),
+        contrib(3, 1, [10, 20, 30, 1, -7], slot=0, seq=0),
+        contrib(3, 1, [1.5, -2.25, 1e30, 3e38], slot=1, seq=1, dtype=FP32),
+        contrib(3, 0, [0.25, 2.25, 1e30, 3e38], slot=1, seq=1, dtype=FP32),
+        contrib(3, 0, [5, -9], slot=2, seq=2, op=MIN),
+        contrib(3, 1, [7, -3], slot=2, seq=2, op=MIN),
+    ]
+    run = run_incad(base_config(), [frames])
+    res = results(run)
+    check(len(res) == 6, '%d RESULTs, expected 6 (one per member and set)' % len(res))
+    check_results(res, [0, 1], [11, 22, 33, -2**31, -12], 0, 0)
+    big30 = float(np.float32(1e30) * np.float32(2))
+    check_results(res, [0, 1], [1.75, 0.0, big30, float('inf')], 1, 1, dtype=FP32)
+    check_results(res, [0, 1], [5, -9], 2, 2)
+    check(run.counter('COMPLETE') == 3 and run.total_drops() == 0,
+          'counters %s drops %s' % (run.counters, run.drops))
+
+
+def aggregate4(workers, eal=()):
+    n = 4
+    frames = join_all(9, n, pool_size=4, window=4)
+    expect = {}
+    rng = np.random.default_rng(7)
+    for k in range(8):
+        slot, flags = k % 4, F_SET if (k // 4) % 2 else 0
+        dtype = [INT32, FP32, FP16, INT32][k % 4]
+        op = [SUM, SUM, SUM, MAX][k % 4]
+        contribs = []
+        for r in range(n):
+            if dtype == INT32:
+                v = [int(x) for x in rng.integers(-2**31, 2**31, 6)]
+            elif dtype == FP32:
+                v = [float(np.float32(x)) for x in rng.normal(0, 100, 6)]
+            else:
+                v = [float(np.float16(x)) for x in rng.normal(0, 10, 6)]
+            contribs.append(v)
+        order = list(rng.permutation(n))
+        acc = None
+        for r in order:
+            frames.append(contrib(9, int(r), contribs[r], slot=slot, seq=k, flags=flags,
+                                  dtype=dtype, op=op))
+            if dtype == INT32:
+                a = np.array(contribs[r], dtype=np.int64)
+                acc = a if acc is None else (np.maximum(acc, a) if op == MAX else acc + a)
+            else:
+                a = np.array(contribs[r], dtype=np.float32)
+                acc = a if acc is None else (acc + a).astype(np.float32)
+        if dtype == INT32:
+            acc = [int(x) for x in ((acc + 2**31) % 2**32 - 2**31)]
+        elif dtype == FP16:
+            acc = [float(x) for x in acc.astype(np.float16)]
+        else:
+            acc = [float(x) for x in acc]
+        expect[k] = (slot, flags, dtype, acc)
+    run = run_incad(base_config(workers=workers), [frames], eal=eal)
+    res = results(run)
+    check(len(res) == 8 * n, '%d RESULTs, expected %d' % (len(res), 8 * n))
+    for k, (slot, flags, dtype, acc) in expect.items():
+        check_results(res, range(n), acc, slot, k, dtype=dtype, flags=flags)
+    check(run.total_drops() == 0, 'drops %s' % run.drops)
+    return run
+
+
+def case_aggregate4():
+    aggregate4(1)
+
+
+def case_aggregate4_2lcores():
+    # Two dataplane lcores on EAL's two: the main lcore does I/O and owns
+    # the even (job + slot) sums, lcore 1 the odd ones.
+    run = aggregate4(2, eal=('-l', '0-1'))
+    check(run.counter('DISPATCH') == 16, 'DISPATCH %d, expected 16 (half of 32)'
+          % run.counter('DISPATCH'))
+
+
+def case_replay():
+    frames = join_all(4, 2) + [
+        contrib(4, 0, [1, 2], slot=3, seq=3),
+        contrib(4, 1, [3, 4], slot=3, seq=3),
+        contrib(4, 1, [3, 4], slot=3, seq=3, flags=F_RETX),   # its result was lost
+    ]
+    run = run_incad(base_config(), [frames])
+    res = results(run)
+    check(len(res) == 3, '%d RESULTs, expected 2 + 1 replay' % len(res))
+    check_results(res[:2], [0, 1], [4, 6], 3, 3)
+    r = res[2]
+    check(r['rank'] == 1 and r['flags'] == F_RETX and r.values() == [4, 6],
+          'replay %r' % r)
+    check_to_worker(r, 1)
+    check(run.counter('REPLAY_TX') == 1, 'REPLAY_TX %s' % run.counters)
+
+
+def case_duplicate():
+    frames = join_all(4, 2) + [
+        contrib(4, 0, [1, 2], slot=0, seq=0),
+        contrib(4, 0, [1, 2], slot=0, seq=0),   # duplicate while filling
+        contrib(4, 1, [3, 4], slot=0, seq=0),
+    ]
+    run = run_incad(base_config(), [frames])
+    res = results(run)
+    check(len(res) == 2, '%d RESULTs, expected 2' % len(res))
+    check_results(res, [0, 1], [4, 6], 0, 0)
+    check(run.drop('core/DUPLICATE') == 1, 'drops %s' % run.drops)
+
+
+def case_spoof():
+    frames = join_all(4, 2) + [
+        contrib(4, 0, [100, 100], src_ip='10.77.1.99', src_mac='02:00:00:00:bb:99'),
+        contrib(4, 0, [100, 100], sport=41234),
+        contrib(4, 0, [100, 100], token=TOKEN ^ 1),
+        contrib(4, 1, [100, 100], src_ip=worker_ip(0), sport=40000),   # rank 1 as rank 0
+        contrib(4, 0, [1, 2]),
+        contrib(4, 1, [3, 4]),
+    ]
+    run = run_incad(base_config(), [frames])
+    res = results(run)
+    check(len(res) == 2, '%d RESULTs, expected 2' % len(res))
+    check_results(res, [0, 1], [4, 6], 0, 0)
+    check(run.drop('incad/NOT_MEMBER_ADDR') == 3, 'drops %s' % run.drops)
+    check(run.drop('core/BAD_TOKEN') == 1, 'drops %s' % run.drops)
+    sent_to = {m.dst[1] for m in run.msgs()}
+    check('10.77.1.99' not in sent_to, 'incad answered a spoofed source')
+    check(not of_type(run, NACK), 'a NACK answered a data message from a non-member')
+
+
+def case_quota():
+    tenants = ('{ name = "t1"; token = 0x%08X; job_ids = [1, 99]; slot_quota = 16; '
+               'dynamic_jobs = true; }' % TOKEN)
+    frames = [
+        join(1, 0, 1, pool_size=16),
+        join(2, 0, 1, pool_size=8, sport=41000),       # quota used up
+        udp_frame(hdr(LEAVE, job=1, rank=0), rank=0),  # job 1 goes, slots return
+        join(2, 0, 1, pool_size=8, sport=41000),
+        join(3, 0, 1, pool_size=16, sport=42000),      # only 8 left: granted 8
+        join(4, 0, 1, pool_size=1, sport=43000),       # none left
+    ]
+    run = run_incad(base_config(tenants=tenants), [frames], ask=['/incad/tenants'])
+    got = [(m.type, m['job'], m['reason']) for m in run.msgs()]
+    q = NACK_REASONS['QUOTA_EXHAUSTED']
+    expect = [(JOIN_ACK, 1, 0), (NACK, 2, q), (LEAVE_ACK, 1, 0), (JOIN_ACK, 2, 0),
+              (JOIN_ACK, 3, 0), (NACK, 4, q)]
+    check(got == expect, 'answers %s, expected %s' % (got, expect))
+    msgs = run.msgs()
+    check(msgs[0].ctrl()['pool_size'] == 16 and msgs[3].ctrl()['pool_size'] == 8 and
+          msgs[4].ctrl()['pool_size'] == 8, 'granted pools %s' %
+          [msgs[i].ctrl()['pool_size'] for i in (0, 3, 4)])
+    check(msgs[1].dst[2] == 41000, 'QUOTA_EXHAUSTED to %s' % (msgs[1].dst,))
+    t = run.telemetry['/incad/tenants']
+    check(t and t['t1']['slots_used'] == 16 and t['t1']['slot_quota'] == 16,
+          '/incad/tenants %s' % t)
+    check(run.nacks.get('QUOTA_EXHAUSTED') == 2, 'nacks %s' % run.nacks)
+
+
+def case_unknown_job():
+    tenants = ('{ name = "t1"; token = 0x%08X; job_ids = [1, 99]; dynamic_jobs = true; },'
+               '{ name = "t2"; token = 77; job_ids = [100, 199]; dynamic_jobs = false; }'
+               % TOKEN)
+    jobs = '{ id = 150; tenant = "t2"; nworkers = 2; }'
+    u = NACK_REASONS['UNKNOWN_JOB']
+    frames = [
+        join(300, 0, 2),                       # no tenant has job 300
+        join(5, 0, 2, token=TOKEN + 1),        # token of no tenant for job 5
+        join(120, 0, 2, token=77),             # tenant t2 has no dynamic jobs
+        join(150, 0, 2, token=TOKEN),          # static job, wrong token
+        join(150, 0, 2, token=77),             # static job, right token
+        udp_frame(hdr(HEARTBEAT, job=60, rank=0), rank=0),
+        contrib(61, 0, [1]),                   # data for no job: dropped, no NACK
+    ]
+    run = run_incad(base_config(tenants=tenants, jobs=jobs), [frames])
+    got = [(m.type, m['job'], m['reason']) for m in run.msgs()]
+    expect = [(NACK, 300, u), (NACK, 5, u), (NACK, 120, u),
+              (NACK, 150, NACK_REASONS['BAD_TOKEN']), (JOIN_ACK, 150, 0), (NACK, 60, u)]
+    check(got == expect, 'answers %s, expected %s' % (got, expect))
+    check(run.drop('incad/UNKNOWN_JOB') == 1, 'drops %s' % run.drops)
+
+
+def case_arp():
+    req = (Ether(src=worker_mac(0), dst='ff:ff:ff:ff:ff:ff') /
+           ARP(op=1, hwsrc=worker_mac(0), psrc=worker_ip(0), pdst=agg_ip(0)))
+    other = (Ether(src=worker_mac(1), dst='ff:ff:ff:ff:ff:ff') /
+             ARP(op=1, hwsrc=worker_mac(1), psrc=worker_ip(1), pdst='10.77.0.200'))
+    grat = (Ether(src=worker_mac(2), dst=agg_mac(0)) /
+            ARP(op=2, hwsrc=worker_mac(2), psrc=worker_ip(2), hwdst=agg_mac(0),
+                pdst=agg_ip(0)))
+    run = run_incad(base_config(), [[req, other, grat]])
+    out = run.out[0]
+    check(len(out) == 1, '%d frames out, expected one ARP reply' % len(out))
+    a = out[0]
+    check(ARP in a and a[ARP].op == 2, 'not an ARP reply: %s' % a.summary())
+    check(a[Ether].dst == worker_mac(0) and a[Ether].src == agg_mac(0), 'Ethernet %s'
+          % a.summary())
+    check(a[ARP].hwsrc == agg_mac(0) and a[ARP].psrc == agg_ip(0) and
+          a[ARP].hwdst == worker_mac(0) and a[ARP].pdst == worker_ip(0),
+          'ARP fields %s' % a[ARP].fields)
+    check(run.counter('ARP_REPLY') == 1 and run.counter('ARP_LEARN') == 2,
+          'counters %s' % run.counters)
+    check(run.drop('incad/NOT_LOCAL') == 1, 'drops %s' % run.drops)
+
+
+def case_icmp():
+    ping = (Ether(src=worker_mac(0), dst=agg_mac(0)) /
+            IP(src=worker_ip(0), dst=agg_ip(0), ttl=9) /
+            ICMP(type=8, id=0x4242, seq=7) / Raw(b'incad ping payload'))
+    other = (Ether(src=worker_mac(0), dst=agg_mac(0)) /
+             IP(src=worker_ip(0), dst='10.77.0.77') / ICMP(type=8, id=1, seq=1))
+    bad = Ether(bytes(ping))
+    bad[ICMP].chksum ^= 0x1111
+    run = run_incad(base_config(), [[ping, other, bad]])
+    out = run.out[0]
+    check(len(out) == 1, '%d frames out, expected one echo reply' % len(out))
+    r = out[0]
+    check(ICMP in r and r[ICMP].type == 0 and r[ICMP].id == 0x4242 and r[ICMP].seq == 7,
+          'not the echo reply: %s' % r.summary())
+    check(bytes(r[ICMP].payload) == b'incad ping payload', 'payload changed')
+    check(r[IP].src == agg_ip(0) and r[IP].dst == worker_ip(0), 'addresses %s' % r.summary())
+    check(r[Ether].dst == worker_mac(0) and r[Ether].src == agg_mac(0), 'MACs')
+    check(checksums_ok(r), 'bad checksum in the echo reply')
+    check(run.drop('incad/NOT_LOCAL') == 1 and run.drop('incad/ICMP_INVALID') == 1,
+          'drops %s' % run.drops)
+
+
+def tagged(src, dst, tag, ethertype=0x88b5):
+    return Ether(src=src, dst=dst, type=ethertype) / Raw(b'incad-test:' + tag.encode())
+
+
+def tags(pkts):
+    return [bytes(p[Raw]).split(b':', 1)[1].decode() for p in pkts
+            if Raw in p and bytes(p[Raw]).startswith(b'incad-test:')]
+
+
+def case_switch_forward():
+    a, b, c = '02:00:00:00:cc:0a', '02:00:00:00:cc:0b', '02:00:00:00:cc:0c'
+    # Port 0 starts with more frames than one rx burst, so that port 1's
+    # first frame (which teaches incad where b is) is handled before
+    # port 0's frames to b. The fillers (to incad, unknown ethertype)
+    # teach it where a is.
+    fillers = [tagged(a, agg_mac(0), 'filler%d' % i) for i in range(64)]
+    arp = (Ether(src=a, dst='ff:ff:ff:ff:ff:ff') /
+           ARP(op=1, hwsrc=a, psrc='10.77.2.10', pdst='10.77.2.11'))
+    p0 = fillers + [tagged(a, c, 'a-to-unknown'), tagged(a, b, 'a-to-b'), arp,
+                    tagged(a, 'ff:ff:ff:ff:ff:ff', 'a-broadcast')]
+    p1 = [tagged(b, a, 'b-to-a')]
+    run = run_incad(base_config(nports=3, mode='switch'), [p0, p1, []])
+    t0, t1, t2 = (tags(run.out[i]) for i in range(3))
+    check(t0 == ['b-to-a'], 'port 0 sent %s, expected only b-to-a (a is known there)' % t0)
+    check(t1 == ['a-to-unknown', 'a-to-b', 'a-broadcast'],
+          'port 1 sent %s, expected the flood, the frame to b and the broadcast' % t1)
+    check(t2 == ['a-to-unknown', 'a-broadcast'],
+          'port 2 sent %s: a frame to a learned MAC must not be flooded' % t2)
+    arps = [[p for p in run.out[i] if ARP in p] for i in range(3)]
+    check(len(arps[0]) == 0 and len(arps[1]) == 1 and len(arps[2]) == 1,
+          'ARP request for another host not flooded to the other ports only')
+    check(run.counter('L2_FLOOD') == 3 and run.counter('L2_FWD') == 2,
+          'counters %s' % run.counters)
+    check(run.drop('incad/UNHANDLED') == 64, 'drops %s' % run.drops)
+
+
+def case_switch_aggregate():
+    # Worker 0 on port 0, worker 1 on port 1, both talking to incad's
+    # address on port 0: each gets its RESULT out of its own port.
+    p0 = [join(6, 0, 2), contrib(6, 0, [1, 1], slot=1, seq=1)]
+    p1 = [join(6, 1, 2, port=1, dst_ip=agg_ip(0)),
+          contrib(6, 1, [2, 2], slot=1, seq=1, port=1, dst_ip=agg_ip(0))]
+    run = run_incad(base_config(nports=2, mode='switch'), [p0, p1])
+    r0, r1 = results(run, 0), results(run, 1)
+    check(len(r0) == 1 and len(r1) == 1, 'RESULTs per port %d, %d' % (len(r0), len(r1)))
+    check(r0[0]['rank'] == 0 and r1[0]['rank'] == 1, 'ranks on the wrong ports')
+    check_to_worker(r0[0], 0, port=0)
+    p = r1[0].pkt
+    check(p[Ether].dst == worker_mac(1) and p[Ether].src == agg_mac(1),
+          'port 1 RESULT MACs %s' % p.summary())
+    check(p[IP].src == agg_ip(0) and p[IP].dst == worker_ip(1),
+          'port 1 RESULT must come from the address the worker used: %s' % p.summary())
+    check(checksums_ok(p), 'patched RESULT copy has a bad checksum')
+    check(r0[0].values() == [3, 3] and r1[0].values() == [3, 3], 'sums')
+
+
+def case_malformed():
+    good = contrib(8, 0, [5, 6])
+    raw = bytes(good)
+
+    def patched(off, data):
+        b = bytearray(raw)
+        b[off:off + len(data)] = data
+        return Ether(bytes(b))
+
+    ip_csum = patched(24, b'\x00\x00')                   # IPv4 checksum zeroed
+    frag = Ether(src=worker_mac(0), dst=agg_mac(0)) / IP(
+        src=worker_ip(0), dst=agg_ip(0), flags='MF') / UDP(sport=40000, dport=INCA_PORT) / \
+        Raw(hdr(CONTRIB, job=8, count=1) + b'\0\0\0\1')
+    udp_csum = patched(40, b'\x12\x34')                   # wrong UDP checksum
+    frames = [
+        Raw(raw[:10]),                                    # runt
+        Raw(raw[:20]),                                    # truncated IPv4 header
+        ip_csum,
+        frag,
+        udp_csum,
+        udp_frame(hdr(CONTRIB, job=8, count=2, version=2) + b'\0' * 8),
+        udp_frame(hdr(99, job=8)),
+        udp_frame(hdr(CONTRIB, job=8, count=3) + b'\0' * 8),   # body != count
+        udp_frame(b'\x01\x01\x00'),                            # shorter than a header
+        udp_frame(hdr(CONTRIB, job=8, count=2, flags=0x80) + b'\0' * 8),
+        udp_frame(hdr(RESULT, job=8, count=1) + b'\0' * 4),    # incad never takes these
+        join(8, 0, 1),
+        good,
+    ]
+    run = run_incad(base_config(), [frames])
+    for reason in ('ETH_SHORT', 'IP_SHORT', 'IP_CSUM', 'IP_FRAGMENT', 'UDP_CSUM', 'VERSION',
+                   'TYPE', 'LEN', 'SHORT', 'FLAGS'):
+        check(run.drop('wire/' + reason) == 1, 'wire/%s not counted once: %s'
+              % (reason, run.drops))
+    check(run.drop('incad/UNEXPECTED_MSG') == 1, 'drops %s' % run.drops)
+    res = results(run)
+    check(len(res) == 1 and res[0].values() == [5, 6],
+          'incad stopped serving after malformed input: %s' % res)
+    check(len(run.out[0]) == 2, 'answers to malformed frames: %s'
+          % [p.summary() for p in run.out[0]])
+
+
+def case_leave():
+    frames = join_all(5, 2) + [
+        contrib(5, 0, [1], slot=0, seq=0),
+        udp_frame(hdr(HEARTBEAT, job=5, rank=0), rank=0),
+        udp_frame(hdr(HEARTBEAT, job=5, rank=1), rank=1, sport=45000),   # not its address
+        udp_frame(hdr(HEARTBEAT, job=5, rank=0, token=1), rank=0),       # bad token
+        udp_frame(hdr(LEAVE, job=5, rank=1), rank=1),
+        contrib(5, 0, [2], slot=1, seq=1),        # rank 1 is gone: MEMBER_LOST
+        join(5, 1, 2),
+        contrib(5, 0, [100], slot=0, seq=0),      # the sets were reset: counted anew
+        contrib(5, 1, [10], slot=0, seq=0),
+        udp_frame(hdr(LEAVE, job=50, rank=0), rank=0),   # nothing to leave: still acked
+    ]
+    run = run_incad(base_config(), [frames])
+    got = [(m.type, m['rank'], m['reason']) for m in run.msgs()]
+    lost = NACK_REASONS['MEMBER_LOST']
+    expect = [(JOIN_ACK, 0, 0), (JOIN_ACK, 1, 0), (HEARTBEAT_ACK, 0, 0),
+              (NACK, 1, NACK_REASONS['NOT_MEMBER']), (LEAVE_ACK, 1, 0), (NACK, 0, lost),
+              (JOIN_ACK, 1, 0), (RESULT, 1, 0), (RESULT, 0, 0), (LEAVE_ACK, 0, 0)]
+    check(got == expect, 'answers %s, expected %s' % (got, expect))
+    res = results(run)
+    check(all(m.values() == [110] for m in res), 'sum after the reset %s' %
+          [m.values() for m in res])
+    check(run.drop('incad/CTRL_BAD_TOKEN') == 1 and run.drop('incad/MEMBER_LOST') == 1,
+          'drops %s' % run.drops)
+    nack = [m for m in run.msgs() if m.type == NACK and m['reason'] == lost][0]
+    check(nack['slot'] == 1 and nack['seq'] == 1, 'MEMBER_LOST does not echo the CONTRIB')
+    check_to_worker(nack, 0)
+
+
+def case_telemetry():
+    frames = join_all(7, 2) + [
+        contrib(7, 0, [1]), contrib(7, 1, [2]),
+        contrib(7, 0, [1], src_ip='10.77.1.99'),
+    ]
+    cmds = ['/incad/job,7', '/incad/jobs', '/incad/drops', '/incad/stats', '/incad/lcores',
+            '/incad/ports', '/incad/job,8']
+    run = run_incad(base_config(), [frames], ask=cmds)
+    t = run.telemetry
+    j = t['/incad/job,7']
+    check(j and j['members'] == 2 and j['nworkers'] == 2 and j['COMPLETE'] == 1 and
+          j['CONTRIB'] == 2 and j['DROP'] == 1 and j['kind'] == 'dynamic',
+          '/incad/job,7: %s' % j)
+    check(j['member_addrs']['1'].startswith(worker_ip(1) + ':40001'),
+          'member addresses %s' % j.get('member_addrs'))
+    check('7' in t['/incad/jobs'] and 'members=2/2' in t['/incad/jobs']['7'],
+          '/incad/jobs: %s' % t['/incad/jobs'])
+    d = t['/incad/drops']
+    check(d['incad/NOT_MEMBER_ADDR'] == 1 and d['wire/IP_CSUM'] == 0 and
+          'core/DUPLICATE' in d, '/incad/drops: %s' % d)
+    s = t['/incad/stats']
+    check(s['CONTRIB'] == 2 and s['RESULT_TX'] == 2 and s['jobs'] == 1 and
+          s['mem_mbufs_bytes'] > 0 and s['mode'] == 'aggregator', '/incad/stats: %s' % s)
+    lc = t['/incad/lcores']
+    check(lc and lc['0']['contributions'] == 2, '/incad/lcores: %s' % lc)
+    p = t['/incad/ports']
+    check(p['p0']['rx'] == len(frames) and p['p0']['ipv4'] == agg_ip(0) and
+          p['p0']['mac'].lower() == agg_mac(0), '/incad/ports: %s' % p)
+    check(t['/incad/job,8'] == 'no such job', '/incad/job,8: %s' % t['/incad/job,8'])
+    # The final statistics say the same.
+    check(run.drop('incad/NOT_MEMBER_ADDR') == 1 and 'members 0x3' in run.jobs.get(7, ''),
+          'final statistics %r' % run.stdout)
+    check(re.search(r'^port p0: rx %d tx 4 ' % len(frames), run.stdout, re.M),
+          'final port line: %r' % run.stdout)
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
+
+if __name__ == '__main__':
+    main(CASES)
