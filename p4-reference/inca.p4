@@ -181,7 +181,7 @@ control Ingress(inout inca_headers_t hdr,
 		size = INCA_MAX_JOBS;
 	}
 
-	/* The member check: the source must be the member's own address. */
+	/* The member check: the source must be the member's own address and port. */
 	action member_ok() {
 		md.member_ok = 1;
 	}
@@ -195,6 +195,7 @@ control Ingress(inout inca_headers_t hdr,
 			hdr.inca.job : exact @name("job");
 			hdr.inca.rank : exact @name("rank");
 			hdr.ipv4.src_addr : exact @name("ip");
+			hdr.udp.src_port : exact @name("udp_port");
 		}
 		actions = {
 			member_ok;
@@ -205,9 +206,11 @@ control Ingress(inout inca_headers_t hdr,
 	}
 
 	/*
-	 * The job's pool: slot -> its entries in the slot and lane registers.
-	 * The count is part of the key so that a job laid out for 64-element
-	 * groups cannot reach into its neighbours' lanes with 256 elements.
+	 * The job's pool: slot -> its entries in the slot and lane registers
+	 * (pool_base + slot, laid out by the control plane). The count is part
+	 * of the key: a job takes exactly the payload class the switch granted
+	 * it, and a job laid out for 64-element groups cannot reach into its
+	 * neighbours' lanes with 256 elements.
 	 */
 	action slot_entry(slot_index_t pool_index, lane_index_t lane_base) {
 		md.slot_ok = 1;
@@ -230,7 +233,7 @@ control Ingress(inout inca_headers_t hdr,
 			@defaultonly slot_unknown;
 		}
 		const default_action = slot_unknown();
-		size = INCA_NUM_SLOTS * 2;
+		size = INCA_NUM_SLOTS;
 	}
 
 	/* Tofino shifts by constants only: the rank's bit comes from a table. */
@@ -511,6 +514,7 @@ control Egress(inout inca_headers_t hdr,
 				aggregator.apply();
 				hdr.inca.rank = md.rank;
 				hdr.ipv4.tos = 0;
+				hdr.ipv4.identification = 0;
 				hdr.ipv4.flags = 3w2;  /* DF */
 				hdr.ipv4.frag_offset = 0;
 				hdr.ipv4.ttl = 64;

@@ -292,6 +292,7 @@ control IncaIngress(inout v1_headers_t hdr,
 			hdr.inca.job : exact;
 			hdr.inca.rank : exact;
 			hdr.ipv4.src_addr : exact;
+			hdr.udp.src_port : exact;
 		}
 		actions = {
 			member_ok;
@@ -318,7 +319,7 @@ control IncaIngress(inout v1_headers_t hdr,
 			NoAction;
 		}
 		default_action = NoAction();
-		size = 2 * V1_NUM_SLOTS;
+		size = V1_NUM_SLOTS;
 	}
 
 	action to_cpu(bit<9> port) {
@@ -548,6 +549,7 @@ control IncaEgress(inout v1_headers_t hdr,
 				aggregator.apply();
 				hdr.inca.rank = meta.rank;
 				hdr.ipv4.tos = 0;
+				hdr.ipv4.identification = 0;
 				hdr.ipv4.flags = 3w2;  /* DF */
 				hdr.ipv4.frag_offset = 0;
 				hdr.ipv4.ttl = 64;
