@@ -1,0 +1,416 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The INCA authors
+"""Generate the INCA conformance vectors from the protocol specification.
+
+For every scenario this writes NAME.in.pcap (the frames workers send to the
+aggregator, in order) and NAME.out.pcap (every frame a correct aggregator
+sends back, in any order), plus vectors.json, which describes each
+scenario's job, members and aggregator so that a runner can configure the
+aggregator under test. Scenarios in the Tofino subset (int32 SUM, 64 or 256
+elements, static membership, no control messages) also get NAME.p4in.pcap
+and NAME.p4out.pcap: the same frames without the JOIN exchange, for a
+switch whose control plane installs the members (p4-reference/README.md).
+
+Everything here is written from docs/protocol.md: message layouts, the slot
+and shadow-set rules, and the expected sums, which are computed from the
+contributions each scenario records (wrapping modulo 2^32), never by running
+INCA code. Output is deterministic: `gen_vectors.py --check DIR` regenerates
+into a temporary directory and fails unless the committed files are equal.
+
+Usage: gen_vectors.py [--out DIR] | --check DIR
+"""
+
+import argparse
+import filecmp
+import json
+import os
+import random
+import shutil
+import struct
+import sys
+import tempfile
+
+from scapy.all import IP, UDP, Ether, Raw  # noqa: E402
+from scapy.utils import PcapWriter  # noqa: E402
+
+# ---- Wire format (docs/protocol.md, "Header" and "Control body") ----
+
+HDR = struct.Struct('!BBBBHHIHBbIIHHI')     # 32 bytes
+CTRL = struct.Struct('!BBHHHHHHHIIII')      # 32 bytes
+assert HDR.size == 32 and CTRL.size == 32
+
+VERSION = 1
+INCA_PORT = 18766
+CONTRIB, RESULT, HELLO, CAPS, JOIN, JOIN_ACK = 1, 2, 3, 4, 5, 6
+INT32, SUM = 0, 0
+F_SET, F_RETX, F_LAST, F_BFP = 0x01, 0x02, 0x04, 0x08
+CAP_NATIVE_FLOAT, CAP_BFP, CAP_SEQ_CHECK = 1, 2, 4
+
+# ---- The test network ----
+
+AGG = {'ip': '10.77.0.1', 'mac': '02:00:00:00:aa:00', 'udp_port': INCA_PORT}
+TIMEOUTS = {'heartbeat_ms': 1000, 'evict_ms': 600000}
+# incad advertises every capability (docs/protocol.md, "Capability bits").
+INCAD_CAPS = CAP_NATIVE_FLOAT | CAP_BFP | CAP_SEQ_CHECK
+T0 = 1767225600  # pcap timestamps: fixed, so the files are reproducible
+
+
+def member(rank):
+    return {'rank': rank, 'ip': '10.77.1.%d' % (10 + rank),
+            'mac': '02:00:00:00:bb:%02x' % rank, 'udp_port': 40000 + rank,
+            'switch_port': 1 + rank}
+
+
+def s32(v):
+    """Two's complement int32 of an integer (wrapping modulo 2^32)."""
+    v &= 0xffffffff
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def frame(src_mac, dst_mac, src_ip, dst_ip, sport, dport, payload):
+    """Ethernet / IPv4 (TTL 64, DF, id 0) / UDP with checksums."""
+    return (Ether(src=src_mac, dst=dst_mac) /
+            IP(src=src_ip, dst=dst_ip, ttl=64, flags='DF', id=0) /
+            UDP(sport=sport, dport=dport) / Raw(payload))
+
+
+def hdr(mtype, job, rank, token, slot=0, flags=0, exp=0, seq=0, offset=0, count=0,
+        dtype=INT32, op=SUM, reason=0, bitmap=0):
+    return HDR.pack(VERSION, mtype, dtype, op, job, rank, token, slot, flags, exp, seq,
+                    offset, count, reason, bitmap)
+
+
+def ctrl(ver_min=1, ver_max=1, dtypes=0, ops=0, max_elems=0, nworkers=0, pool_size=0,
+         window=0, caps=0, hb_ms=0, evict_ms=0, pool_base=0):
+    return CTRL.pack(ver_min, ver_max, dtypes, ops, max_elems, nworkers, pool_size, window,
+                     caps, hb_ms, evict_ms, pool_base, 0)
+
+
+class Scenario:
+    """A job, the frames its workers send and what the aggregator must send."""
+
+    def __init__(self, name, title, tofino, nworkers, pool_size, window, elems, job=7,
+                 token=0xC0FFEE01):
+        self.name = name
+        self.title = title
+        self.tofino = tofino
+        self.job = {'id': job, 'token': token, 'nworkers': nworkers,
+                    'pool_size': pool_size, 'window': window, 'max_elems': 256,
+                    'elems': elems}
+        self.members = [member(r) for r in range(nworkers)]
+        self.inputs = []      # (frame, in the Tofino subset)
+        self.outputs = []     # (frame, in the Tofino subset)
+        self.counted = {}     # chunk k -> {rank: (values, exp)} the aggregator counted
+        self.flags = {}       # chunk k -> SET | LAST | BFP of its first counted copy
+        self.rng = random.Random(name)
+        self.ignore = []
+
+    # -- chunk numbering (docs/protocol.md, "Worker mapping and window") --
+
+    def slot(self, k):
+        return k % self.job['pool_size']
+
+    def set_flag(self, k):
+        return F_SET if (k // self.job['pool_size']) % 2 else 0
+
+    def values(self):
+        """One chunk of one worker: int32 values that make sums wrap."""
+        n = self.job['elems']
+        return [s32(self.rng.getrandbits(32)) if i % 4 == 0 else
+                self.rng.randint(-1000, 1000) for i in range(n)]
+
+    # -- frames from workers --
+
+    def join(self, rank):
+        """JOIN (static job, defaults asked) and the JOIN_ACK it earns."""
+        m, j = self.members[rank], self.job
+        body = ctrl(dtypes=1 << INT32, ops=1 << SUM, nworkers=j['nworkers'])
+        self.inputs.append((frame(m['mac'], AGG['mac'], m['ip'], AGG['ip'], m['udp_port'],
+                                  INCA_PORT, hdr(JOIN, j['id'], rank, j['token']) + body),
+                            False))
+        # JOIN_ACK: the JOIN's header, the job's grants (pool_base is the
+        # aggregator's business: informational, not compared).
+        ack = ctrl(dtypes=1 << INT32, ops=1 << SUM, max_elems=j['max_elems'],
+                   nworkers=j['nworkers'], pool_size=j['pool_size'], window=j['window'],
+                   caps=INCAD_CAPS, hb_ms=TIMEOUTS['heartbeat_ms'],
+                   evict_ms=TIMEOUTS['evict_ms'])
+        self.expect_frame(rank, hdr(JOIN_ACK, j['id'], rank, j['token']) + ack, False)
+        if 'ctrl.pool_base' not in self.ignore:
+            self.ignore.append('ctrl.pool_base')
+
+    def contrib(self, rank, k, values=None, exp=0, flags=0, counted=True, token=None,
+                src=None):
+        """CONTRIB of chunk k from rank. counted: the aggregator must count
+        it (False for copies the rules drop: duplicates, replays, forgeries).
+        src: (mac, ip, udp_port) to forge the source."""
+        m, j = self.members[rank] if rank < len(self.members) else member(rank), self.job
+        if values is None:
+            values = self.values()
+        if counted:
+            assert rank not in self.counted.setdefault(k, {}), 'counted twice'
+            self.counted[k][rank] = (values, exp)
+            self.flags.setdefault(k, (flags & (F_LAST | F_BFP)) | self.set_flag(k))
+        mac, ip, port = src or (m['mac'], m['ip'], m['udp_port'])
+        body = struct.pack('!%di' % len(values), *values)
+        h = hdr(CONTRIB, j['id'], rank, j['token'] if token is None else token,
+                slot=self.slot(k), flags=flags | self.set_flag(k), exp=exp, seq=k,
+                offset=k * j['elems'], count=len(values))
+        self.inputs.append((frame(mac, AGG['mac'], ip, AGG['ip'], port, INCA_PORT,
+                                  h + body), True))
+        return values
+
+    # -- what the aggregator sends --
+
+    def expect_frame(self, rank, payload, tofino):
+        m = self.members[rank]
+        self.outputs.append((frame(AGG['mac'], m['mac'], AGG['ip'], m['ip'], INCA_PORT,
+                                   m['udp_port'], payload), tofino))
+
+    def result(self, k, to=None, replay=False):
+        """The RESULT of chunk k: the wrapped sum of what was counted, to
+        every member (complete) or to one rank (replay, with RETX)."""
+        j, got = self.job, self.counted[k]
+        assert len(got) == j['nworkers'], 'chunk %d is not complete' % k
+        sums = [s32(sum(v[i] for v, _ in got.values())) for i in range(j['elems'])]
+        exp = max(e for _, e in got.values())
+        bitmap = sum(1 << r for r in got)
+        flags = self.flags[k] | (F_RETX if replay else 0)
+        body = struct.pack('!%di' % len(sums), *sums)
+        for r in ([to] if to is not None else range(j['nworkers'])):
+            h = hdr(RESULT, j['id'], r, j['token'], slot=self.slot(k), flags=flags, exp=exp,
+                    seq=k, offset=k * j['elems'], count=j['elems'], bitmap=bitmap)
+            self.expect_frame(r, h + body, True)
+
+    def manifest(self):
+        files = {'in': self.name + '.in.pcap', 'out': self.name + '.out.pcap'}
+        if self.tofino:
+            files.update({'p4_in': self.name + '.p4in.pcap',
+                          'p4_out': self.name + '.p4out.pcap'})
+        return {'name': self.name, 'title': self.title, 'tofino': self.tofino,
+                'job': self.job, 'members': self.members, 'timeouts': TIMEOUTS,
+                'files': files, 'ignore': self.ignore}
+
+
+# ---- Scenarios ----
+
+def join_static():
+    s = Scenario('join_static', 'JOIN/JOIN_ACK for a static job; a repeated JOIN gets the '
+                 'same JOIN_ACK', tofino=False, nworkers=2, pool_size=16, window=8, elems=64)
+    s.join(0)
+    s.join(1)
+    s.join(0)   # idempotent: the same JOIN_ACK again
+    return s
+
+
+def sum2():
+    s = Scenario('sum2', '2 workers, int32 SUM of 64-element chunks across a pool '
+                 'wraparound; LAST copied into the RESULT', tofino=True, nworkers=2,
+                 pool_size=4, window=4, elems=64)
+    s.join(0)
+    s.join(1)
+    for k in range(4):          # rank 0 fills its window
+        s.contrib(0, k)
+    for k in (1, 0, 3, 2):      # rank 1 completes them out of order
+        s.contrib(1, k)
+        s.result(k)
+    for k in (4, 5):            # set 1 of slots 0 and 1
+        flags = F_LAST if k == 5 else 0
+        s.contrib(1, k, flags=flags)
+        s.contrib(0, k, flags=flags)
+        s.result(k)
+    return s
+
+
+def sum4_bfp():
+    s = Scenario('sum4_bfp', '4 workers, int32 SUM with BFP: exp of the RESULT is the '
+                 'maximum of the signed exps', tofino=True, nworkers=4, pool_size=8,
+                 window=8, elems=64)
+    for r in range(4):
+        s.join(r)
+    exps = {0: (-3, 5, -128, 0), 1: (2, -7, 1, 2), 2: (-20, -9, -30, -10)}
+    orders = {0: (0, 1, 2, 3), 1: (3, 1, 0, 2), 2: (2, 3, 1, 0)}
+    for k in range(3):
+        for r in orders[k]:
+            s.contrib(r, k, exp=exps[k][r], flags=F_BFP)
+        s.result(k)
+    return s
+
+
+def sum2_large():
+    s = Scenario('sum2_large', '2 workers, int32 SUM of 256-element chunks (the large '
+                 'switch class), set 1 of a slot reused', tofino=True, nworkers=2,
+                 pool_size=2, window=2, elems=256)
+    s.join(0)
+    s.join(1)
+    for k in range(2):
+        s.contrib(0, k)
+        s.contrib(1, k)
+        s.result(k)
+    s.contrib(1, 2)
+    s.contrib(0, 2)
+    s.result(2)
+    return s
+
+
+def replay():
+    s = Scenario('replay', 'a retransmission into a complete set gets the RESULT, with '
+                 'RETX, to its sender only; a retransmission that completes a set does not',
+                 tofino=True, nworkers=2, pool_size=4, window=4, elems=64)
+    s.join(0)
+    s.join(1)
+    v0 = s.contrib(0, 0)
+    v1 = s.contrib(1, 0)
+    s.result(0)
+    s.contrib(1, 0, values=v1, flags=F_RETX, counted=False)   # lost its RESULT
+    s.result(0, to=1, replay=True)
+    s.contrib(0, 0, values=v0, flags=F_RETX, counted=False)
+    s.result(0, to=0, replay=True)
+    s.contrib(0, 1)
+    # Rank 1's first copy of chunk 1 was lost; the retransmission counts.
+    s.contrib(1, 1, flags=F_RETX)
+    s.result(1)
+    return s
+
+
+def duplicate():
+    s = Scenario('duplicate', 'duplicates while a set fills are dropped: counted once',
+                 tofino=True, nworkers=3, pool_size=4, window=4, elems=64)
+    for r in range(3):
+        s.join(r)
+    v0 = s.contrib(0, 0)
+    s.contrib(0, 0, values=v0, flags=F_RETX, counted=False)
+    v1 = s.contrib(1, 0)
+    s.contrib(0, 0, values=v0, flags=F_RETX, counted=False)
+    s.contrib(1, 0, values=v1, counted=False)
+    s.contrib(2, 0)
+    s.result(0)
+    return s
+
+
+def wraparound():
+    s = Scenario('wraparound', 'pool of 2 slots, window 2: both shadow sets of each slot '
+                 'reused twice, the other set emptied by rule 6; replay after reuse',
+                 tofino=True, nworkers=2, pool_size=2, window=2, elems=64)
+    s.join(0)
+    s.join(1)
+    base = {0: 0, 1: 0}
+    sent = {0: 0, 1: 0}
+    done = set()
+    # Rank 1 lags: it sends one chunk per round, rank 0 fills its window;
+    # each worker sends chunk j only while j < base + window.
+    while len(done) < 8:
+        for r, burst in ((0, 2), (1, 1)):
+            for _ in range(burst):
+                k = sent[r]
+                if k < 8 and k < base[r] + s.job['window']:
+                    s.contrib(r, k)
+                    sent[r] += 1
+                    if len(s.counted[k]) == 2:
+                        s.result(k)
+                        done.add(k)
+        for r in (0, 1):
+            while base[r] in done:
+                base[r] += 1
+    last = s.counted[7][0][0]
+    s.contrib(0, 7, values=last, flags=F_RETX, counted=False)
+    s.result(7, to=0, replay=True)
+    return s
+
+
+def non_member():
+    s = Scenario('non_member', 'CONTRIBs from outside the job (other address, other UDP '
+                 'port, rank beyond nworkers) are dropped silently and never counted',
+                 tofino=True, nworkers=2, pool_size=4, window=4, elems=64)
+    s.join(0)
+    s.join(1)
+    m0 = s.members[0]
+    s.contrib(0, 0, counted=False, src=('02:00:00:00:bb:63', '10.77.1.99', 40000))
+    s.contrib(0, 0, counted=False, src=(m0['mac'], m0['ip'], m0['udp_port'] + 100))
+    s.contrib(1, 0)
+    s.contrib(5, 0, counted=False, src=('02:00:00:00:bb:05', '10.77.1.15', 40005))
+    s.contrib(0, 0, counted=False, src=(s.members[1]['mac'], s.members[1]['ip'],
+                                        s.members[1]['udp_port']))
+    s.contrib(0, 0)
+    s.result(0)
+    return s
+
+
+def bad_token():
+    s = Scenario('bad_token', 'CONTRIBs with a wrong token are dropped silently and never '
+                 'counted', tofino=True, nworkers=2, pool_size=4, window=4, elems=64)
+    s.join(0)
+    s.join(1)
+    s.contrib(0, 0, token=0xC0FFEE02, counted=False)
+    s.contrib(0, 0)
+    s.contrib(1, 0, token=0, counted=False)
+    s.contrib(1, 0)
+    s.result(0)
+    return s
+
+
+SCENARIOS = [join_static, sum2, sum4_bfp, sum2_large, replay, duplicate, wraparound,
+             non_member, bad_token]
+
+
+def write_pcap(path, frames):
+    w = PcapWriter(path, linktype=1, sync=True)
+    for i, f in enumerate(frames):
+        p = Ether(bytes(f))     # checksums computed now
+        p.time = T0 + i / 1000.0
+        w.write(p)
+    w.close()
+
+
+def generate(out):
+    manifest = {'aggregator': AGG, 'scenarios': []}
+    for make in SCENARIOS:
+        s = make()
+        write_pcap(os.path.join(out, s.name + '.in.pcap'), [f for f, _ in s.inputs])
+        write_pcap(os.path.join(out, s.name + '.out.pcap'), [f for f, _ in s.outputs])
+        if s.tofino:
+            write_pcap(os.path.join(out, s.name + '.p4in.pcap'),
+                       [f for f, t in s.inputs if t])
+            write_pcap(os.path.join(out, s.name + '.p4out.pcap'),
+                       [f for f, t in s.outputs if t])
+        manifest['scenarios'].append(s.manifest())
+    with open(os.path.join(out, 'vectors.json'), 'w') as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+        f.write('\n')
+    return manifest
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--out', default=os.path.dirname(os.path.abspath(__file__)),
+                    help='where to write the vectors (default: beside this script)')
+    ap.add_argument('--check', metavar='DIR',
+                    help='regenerate and compare with the vectors in DIR')
+    args = ap.parse_args()
+    if not args.check:
+        m = generate(args.out)
+        print('wrote %d scenarios to %s' % (len(m['scenarios']), args.out))
+        return 0
+    tmp = tempfile.mkdtemp(prefix='inca-vectors-')
+    try:
+        m = generate(tmp)
+        names = sorted(os.listdir(tmp))
+        committed = sorted(n for n in os.listdir(args.check)
+                           if n.endswith('.pcap') or n == 'vectors.json')
+        bad = [n for n in names if not os.path.exists(os.path.join(args.check, n)) or
+               not filecmp.cmp(os.path.join(tmp, n), os.path.join(args.check, n),
+                               shallow=False)]
+        extra = sorted(set(committed) - set(names))
+        for n in bad:
+            print('FAIL: %s differs from what gen_vectors.py generates' % n)
+        for n in extra:
+            print('FAIL: %s is not generated by gen_vectors.py' % n)
+        print('%d files of %d scenarios checked, %d differ, %d extra'
+              % (len(names), len(m['scenarios']), len(bad), len(extra)))
+        return 1 if bad or extra else 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
