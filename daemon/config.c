@@ -389,7 +389,8 @@ parse_tenants(struct parser *p, const config_setting_t *l, struct incad_config *
 		t->slot_quota = c->max_slots;
 		check_keys(p, g, "a tenant", keys);
 		get_string(p, g, "name", true, t->name, sizeof(t->name));
-		GET_UINT(p, g, "token", 0, UINT32_MAX, true, t->token);
+		t->has_token = config_setting_get_member(g, "token") != NULL;
+		GET_UINT(p, g, "token", 0, UINT32_MAX, false, t->token);
 		s = member_of(p, g, "job_ids", CONFIG_TYPE_LIST, false);
 		if (s != NULL) {
 			long long lo, hi;
@@ -409,6 +410,8 @@ parse_tenants(struct parser *p, const config_setting_t *l, struct incad_config *
 		}
 		GET_UINT(p, g, "slot_quota", 0, INCAD_MAX_SLOTS, false, t->slot_quota);
 		get_bool(p, g, "dynamic_jobs", &t->dynamic_jobs);
+		if (t->dynamic_jobs && !t->has_token)
+			perr(p, g, "tenant '%s': dynamic_jobs needs the tenant's token", t->name);
 		s = member_of(p, g, "sources", CONFIG_TYPE_LIST, false);
 		if (s != NULL)
 			parse_sources(p, s, t);
@@ -419,7 +422,8 @@ parse_tenants(struct parser *p, const config_setting_t *l, struct incad_config *
 				perr(p, g, "tenant name '%s' is used twice", t->name);
 			/* A JOIN is matched to a tenant by token and job id: two
 			 * tenants may share neither. */
-			if (o->token == t->token && o->job_min <= t->job_max &&
+			if (o->has_token && t->has_token && o->token == t->token &&
+			    o->job_min <= t->job_max &&
 			    t->job_min <= o->job_max)
 				perr(p, g, "tenants '%s' and '%s' have the same token and "
 					   "overlapping job_ids", o->name, t->name);
@@ -495,7 +499,7 @@ parse_members(struct parser *p, const config_setting_t *l, struct incad_job_conf
 static void
 parse_jobs(struct parser *p, const config_setting_t *l, struct incad_config *c)
 {
-	static const char *const keys[] = {"id", "tenant", "nworkers", "pool_size",
+	static const char *const keys[] = {"id", "tenant", "token", "nworkers", "pool_size",
 					   "max_elems", "window", "dtypes", "ops", "members",
 					   NULL};
 	int i, n = config_setting_length(l);
@@ -556,7 +560,15 @@ parse_jobs(struct parser *p, const config_setting_t *l, struct incad_config *c)
 				perr(p, g, "job %u is outside tenant '%s''s job_ids [%u, %u]",
 				     j->id, tenant, c->tenants[k].job_min, c->tenants[k].job_max);
 			j->tenant = k;
+			if (k < c->ntenants) {
+				j->token = c->tenants[k].token;
+				if (!c->tenants[k].has_token &&
+				    config_setting_get_member(g, "token") == NULL)
+					perr(p, g, "job %u needs a token (its tenant has none)",
+					     j->id);
+			}
 		}
+		GET_UINT(p, g, "token", 0, UINT32_MAX, false, j->token);
 		for (k = 0; k < c->njobs; k++)
 			if (c->jobs[k].id == j->id)
 				perr(p, g, "job %u is declared twice", j->id);

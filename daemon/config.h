@@ -59,6 +59,7 @@ struct incad_port_conf {
 
 struct incad_tenant_conf {
 	char name[INCAD_NAME_LEN];
+	bool has_token;                  /* needed for dynamic jobs */
 	uint32_t token;
 	uint16_t job_min, job_max;
 	uint32_t slot_quota;
@@ -76,6 +77,7 @@ struct incad_member_conf {
 struct incad_job_conf {
 	uint16_t id;
 	unsigned int tenant; /* index into incad_config.tenants */
+	uint32_t token;      /* default: the tenant's */
 	uint16_t nworkers;
 	uint16_t pool_size;
 	uint16_t max_elems;

@@ -296,7 +296,8 @@ tenant_find(uint16_t job, uint32_t token)
 	for (t = 0; t < incad.cfg.ntenants; t++) {
 		const struct incad_tenant_conf *tc = &incad.cfg.tenants[t];
 
-		if (tc->token == token && job >= tc->job_min && job <= tc->job_max)
+		if (tc->has_token && tc->token == token && job >= tc->job_min &&
+		    job <= tc->job_max)
 			return (int)t;
 	}
 	return -1;
@@ -566,6 +567,13 @@ ctrl_hello(struct incad_lcore *lc, struct rte_mbuf *m)
 }
 
 void
+incad_ctrl_bad_version(struct incad_lcore *lc, struct rte_mbuf *m)
+{
+	lc->st.cnt[INCAD_CNT_CTRL_RX]++;
+	nack(lc, m, INCA_NACK_BAD_VERSION);
+}
+
+void
 incad_ctrl_handle(struct incad_lcore *lc, struct rte_mbuf *m)
 {
 	uint64_t now = incad_now();
@@ -634,7 +642,7 @@ incad_ctrl_init(void)
 	for (i = 0; i < cfg->njobs; i++) {
 		const struct incad_job_conf *jc = &cfg->jobs[i];
 
-		if (job_create(jc->id, jc->tenant, cfg->tenants[jc->tenant].token, jc->nworkers,
+		if (job_create(jc->id, jc->tenant, jc->token, jc->nworkers,
 			       jc->pool_size, jc->max_elems, jc->dtypes, jc->ops, jc->window, jc,
 			       &err) == NULL) {
 			INCAD_LOG(ctrl, ERR, "static job %u: %s", jc->id, strerror(-err));

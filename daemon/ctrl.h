@@ -110,6 +110,12 @@ void incad_ctrl_fini(void);
  */
 void incad_ctrl_handle(struct incad_lcore *lc, struct rte_mbuf *m);
 
+/*
+ * Answer a HELLO or JOIN of another protocol version (decoded with the v1
+ * layout) with NACK BAD_VERSION and incad's capabilities. Takes @m.
+ */
+void incad_ctrl_bad_version(struct incad_lcore *lc, struct rte_mbuf *m);
+
 /* Evict silent members; called on the I/O lcore every few milliseconds. */
 void incad_ctrl_timer(struct incad_lcore *lc, uint64_t now);
 

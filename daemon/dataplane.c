@@ -377,16 +377,24 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 	unsigned int owner;
 
 	err = inca_msg_decode(f->msg, f->msg_len, incad.cfg.max_elems, msg);
-	if (err != INCA_WIRE_OK) {
-		lc->st.wire[err]++;
-		rte_pktmbuf_free(m);
-		return;
-	}
 	meta->src_ip = f->src_ip;
 	meta->dst_ip = f->dst_ip;
 	meta->src_port = f->src_port;
 	meta->in_port = in_port;
 	memcpy(meta->src_mac, f->eth + 6, 6);
+	if (err != INCA_WIRE_OK) {
+		lc->st.wire[err]++;
+		/* A worker of another protocol version asking to talk is told
+		 * what incad speaks; the answer is no larger than the question,
+		 * so a spoofed one gains nothing. */
+		if (err == INCA_WIRE_VERSION && f->msg_len >= INCA_HDR_LEN + INCA_CTRL_LEN &&
+		    (msg->type == INCA_MSG_HELLO || msg->type == INCA_MSG_JOIN)) {
+			incad_ctrl_bad_version(lc, m);
+			return;
+		}
+		rte_pktmbuf_free(m);
+		return;
+	}
 	lc->st.cnt[INCAD_CNT_INCA_RX]++;
 
 	switch (msg->type) {

@@ -97,6 +97,11 @@ BAD_CONFIGS = [
     ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
      'idle = { policy = "sometimes"; };\n', 2, 'idle policy'),
     ('ports = ( { name = "p0"; ipv4 = "10.0.0.1"; } );\n', 1, 'exactly one of device'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'tenants = (\n { name = "t"; dynamic_jobs = true; }\n);\n', 3, 'needs the tenant'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'tenants = ( { name = "t"; } );\n'
+     'jobs = ( { id = 2; tenant = "t"; nworkers = 2; } );\n', 3, 'needs a token'),
 ]
 
 
@@ -144,6 +149,7 @@ def case_join_ack():
         udp_frame(hdr(JOIN, job=7, rank=1) + ctrl(ver_min=2, ver_max=3, nworkers=2),
                   rank=1),                                             # bad version
         join(7, 1, 2, max_elems=4000, window=0),                       # clamped
+        udp_frame(hdr(HELLO, version=2) + ctrl(ver_min=2, ver_max=2), rank=3),
     ]
     run = run_incad(base_config(), [frames])
     msgs = run.msgs()
@@ -151,7 +157,8 @@ def case_join_ack():
     expect = [(CAPS, 0, 0), (JOIN_ACK, 0, 0), (JOIN_ACK, 0, 0),
               (NACK, 0, NACK_REASONS['JOB_FULL']), (NACK, 1, NACK_REASONS['BAD_PARAMS']),
               (NACK, 2, NACK_REASONS['BAD_PARAMS']), (NACK, 1, NACK_REASONS['NOT_MEMBER']),
-              (NACK, 1, NACK_REASONS['BAD_VERSION']), (JOIN_ACK, 1, 0)]
+              (NACK, 1, NACK_REASONS['BAD_VERSION']), (JOIN_ACK, 1, 0),
+              (NACK, 0, NACK_REASONS['BAD_VERSION'])]
     check(by_type == expect, 'answers %s, expected %s' % (by_type, expect))
     caps = msgs[0].ctrl()
     check(caps['ver_min'] == 1 and caps['ver_max'] == 1, 'CAPS versions %s' % caps)
@@ -180,6 +187,11 @@ def case_join_ack():
     # max_elems is capped by the job's, which its first JOIN fixed.
     check(last['max_elems'] == 256 and last['window'] == 16 and last['pool_size'] == 16,
           'second member grant %s' % last)
+    v2 = msgs[9]
+    check(v2['version'] == 1 and v2.ctrl()['ver_min'] == 1 and v2.ctrl()['ver_max'] == 1,
+          'answer to a version 2 HELLO %r' % v2)
+    check_to_worker(v2, 3)
+    check(run.drop('wire/VERSION') == 1, 'drops %s' % run.drops)
     check(run.nacks.get('BAD_PARAMS') == 2 and run.nacks.get('JOB_FULL') == 1,
           'NACKs counted %s' % run.nacks)
 
@@ -346,9 +358,10 @@ def case_quota():
 
 def case_unknown_job():
     tenants = ('{ name = "t1"; token = 0x%08X; job_ids = [1, 99]; dynamic_jobs = true; },'
-               '{ name = "t2"; token = 77; job_ids = [100, 199]; dynamic_jobs = false; }'
-               % TOKEN)
-    jobs = '{ id = 150; tenant = "t2"; nworkers = 2; }'
+               '{ name = "t2"; token = 77; job_ids = [100, 199]; dynamic_jobs = false; },'
+               '{ name = "t3"; job_ids = [200, 299]; }' % TOKEN)
+    jobs = ('{ id = 150; tenant = "t2"; nworkers = 2; },'
+            '{ id = 250; tenant = "t3"; token = 0x55; nworkers = 1; }')
     u = NACK_REASONS['UNKNOWN_JOB']
     frames = [
         join(300, 0, 2),                       # no tenant has job 300
@@ -358,11 +371,14 @@ def case_unknown_job():
         join(150, 0, 2, token=77),             # static job, right token
         udp_frame(hdr(HEARTBEAT, job=60, rank=0), rank=0),
         contrib(61, 0, [1]),                   # data for no job: dropped, no NACK
+        join(250, 0, 1, token=0x55),           # static job with its own token
+        join(251, 0, 1, token=0x55),           # t3 creates no jobs
     ]
     run = run_incad(base_config(tenants=tenants, jobs=jobs), [frames])
     got = [(m.type, m['job'], m['reason']) for m in run.msgs()]
     expect = [(NACK, 300, u), (NACK, 5, u), (NACK, 120, u),
-              (NACK, 150, NACK_REASONS['BAD_TOKEN']), (JOIN_ACK, 150, 0), (NACK, 60, u)]
+              (NACK, 150, NACK_REASONS['BAD_TOKEN']), (JOIN_ACK, 150, 0), (NACK, 60, u),
+              (JOIN_ACK, 250, 0), (NACK, 251, u)]
     check(got == expect, 'answers %s, expected %s' % (got, expect))
     check(run.drop('incad/UNKNOWN_JOB') == 1, 'drops %s' % run.drops)
 
