@@ -237,8 +237,8 @@ control Ingress(inout inca_headers_t hdr,
 	}
 
 	/* Tofino shifts by constants only: the rank's bit comes from a table. */
-	action set_rank_bit(bit<32> rank_bit) {
-		md.rank_bit = rank_bit;
+	action set_rank_bit(bit<32> value) {
+		md.rank_bit = value;
 	}
 
 	table rank_bit {

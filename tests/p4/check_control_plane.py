@@ -1,0 +1,267 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The INCA authors
+"""Check the control-plane scripts against the P4 programs they program.
+
+No switch, SDE or BMv2 is needed: p4-reference/control/setup_job.py runs
+against a recording stand-in for bfshell's `bfrt` object, and
+p4-reference/v1model/gen_commands.py prints its simple_switch_CLI commands;
+every table, action, key, action parameter, register and register field they
+name must exist in inca.p4 / inca_v1model.p4 with the right arity, and the
+entries must describe the job (one member entry per rank, one slot entry per
+slot, one multicast node per member with RID = rank).
+
+Usage: check_control_plane.py --p4-dir p4-reference --vectors tests/vectors
+"""
+
+import argparse
+import importlib.util
+import io
+import json
+import os
+import re
+import sys
+import contextlib
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def block(text, start):
+    """The text between the brace at or after start and its match."""
+    i = text.index('{', start)
+    depth = 0
+    for j in range(i, len(text)):
+        if text[j] == '{':
+            depth += 1
+        elif text[j] == '}':
+            depth -= 1
+            if depth == 0:
+                return text[i + 1:j]
+    raise ValueError('unbalanced braces')
+
+
+def p4_controls(text):
+    """{control or parser name: {'tables': {...}, 'actions': {...}, 'registers': {...},
+    'value_sets': set(), 'instances': {instance: type}}}"""
+    out = {}
+    for m in re.finditer(r"^(control|parser)\s+(\w+)\s*\(", text, re.M):
+        body = block(text, m.end())
+        c = {'tables': {}, 'actions': {}, 'registers': {}, 'value_sets': set(),
+             'instances': {}}
+        for a in re.finditer(r"\baction\s+(\w+)\s*\(([^)]*)\)", body):
+            params = [p.split()[-1] for p in a.group(2).split(',') if p.strip()]
+            c['actions'][a.group(1)] = params
+        for t in re.finditer(r"\btable\s+(\w+)\s*\{", body):
+            tb = block(body, t.start())
+            keys = []
+            km = re.search(r"\bkey\s*=\s*\{", tb)
+            if km:
+                for k in block(tb, km.start()).split(';'):
+                    k = k.strip()
+                    if not k:
+                        continue
+                    nm = re.search(r'@name\("(\w+)"\)', k)
+                    keys.append(nm.group(1) if nm else k.split(':')[0].strip())
+            acts = re.findall(r"(?:@defaultonly\s+)?(\w+)\s*;",
+                              block(tb, re.search(r"\bactions\s*=\s*\{", tb).start()))
+            c['tables'][t.group(1)] = {'keys': keys, 'actions': acts}
+        for r in re.finditer(r"\bregister<(.+?)>\s*\([^)]*\)\s*(\w+)\s*;", body):
+            c['registers'][r.group(2)] = r.group(1)
+        for r in re.finditer(r"\bRegister<(.+?),\s*\w+>\s*\([^)]*\)\s*(\w+)\s*;", body):
+            c['registers'][r.group(2)] = r.group(1)
+        for v in re.finditer(r"\bvalue_set<[^>]+>\s*\(\d+\)\s*(\w+)\s*;", body):
+            c['value_sets'].add(v.group(1))
+        for i in re.finditer(r"^\s*([A-Z]\w*)\(\)\s+(\w+)\s*;", body, re.M):
+            c['instances'][i.group(2)] = i.group(1)
+        out[m.group(2)] = c
+    return out
+
+
+def struct_fields(text, name):
+    m = re.search(r"\bstruct\s+%s\s*\{" % name, text)
+    return re.findall(r"\b\w+(?:<\d+>)?\s+(\w+)\s*;", block(text, m.start())) if m else None
+
+
+class Failures:
+    def __init__(self):
+        self.items = []
+        self.checks = 0
+
+    def expect(self, cond, msg):
+        self.checks += 1
+        if not cond and msg not in self.items:
+            self.items.append(msg)
+
+
+class Recorder:
+    """Stands in for bfshell's bfrt object: records every call by path."""
+
+    def __init__(self, log, path=()):
+        self._log = log
+        self._path = path
+
+    def __getattr__(self, name):
+        return Recorder(self._log, self._path + (name,))
+
+    def __call__(self, *args, **kwargs):
+        self._log.append((self._path, args, kwargs))
+        return Recorder(self._log, self._path + ('()',))
+
+
+def check_bfrt(fail, p4_dir, vectors, scenario):
+    text = ''.join(strip_comments(open(os.path.join(p4_dir, f)).read()) for f in
+                   ('headers.p4', 'parser.p4', 'bitmap.p4', 'processor.p4', 'next_step.p4',
+                    'inca.p4'))
+    ctl = p4_controls(text)
+    log = []
+    env = {'INCA_MANIFEST': os.path.join(vectors, 'vectors.json'), 'INCA_SCENARIO': scenario}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        src = open(os.path.join(p4_dir, 'control', 'setup_job.py')).read()
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(src, 'setup_job.py', 'exec'),
+                 {'bfrt': Recorder(log), '__name__': 'setup_job'})
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    with open(os.path.join(vectors, 'vectors.json')) as f:
+        sc = [s for s in json.load(f)['scenarios'] if s['name'] == scenario][0]
+    job = sc['job']
+    counts = {}
+    nodes = []
+    for path, args, kw in log:
+        where = '.'.join(path)
+        if path[:2] == ('inca', 'pipe') and len(path) == 5 and \
+                re.match(r'(add|set_default)_with_', path[4]):
+            control, table, method = path[2], path[3], path[4]
+            action = method.split('_with_', 1)[1]
+            t = ctl.get(control, {}).get('tables', {}).get(table)
+            fail.expect(t is not None, '%s: no table %s in control %s' % (where, table,
+                                                                          control))
+            if t is None:
+                continue
+            fail.expect(action in t['actions'], '%s: table %s has no action %s'
+                        % (where, table, action))
+            params = ctl[control]['actions'].get(action, [])
+            want = set(params) | (set(t['keys']) if method.startswith('add') else set())
+            fail.expect(set(kw) == want, '%s: arguments %s, the P4 has %s'
+                        % (where, sorted(kw), sorted(want)))
+            counts[(table, action)] = counts.get((table, action), 0) + 1
+        elif path[:2] == ('inca', 'pipe') and len(path) == 6 and path[5] == 'mod':
+            control, inst, reg = path[2], path[3], path[4]
+            typ = ctl.get(control, {}).get('instances', {}).get(inst)
+            regs = ctl.get(typ, {}).get('registers', {})
+            fail.expect(reg in regs, '%s: no register %s in %s' % (where, reg, typ))
+            if reg in regs:
+                fields = struct_fields(text, regs[reg]) or ['f1']
+                fail.expect(set(kw) == {'REGISTER_INDEX'} | set(fields),
+                            '%s: fields %s, the register has %s' % (where, sorted(kw),
+                                                                     fields))
+        elif path[:2] == ('inca', 'pipe') and len(path) == 5 and path[4] == 'add':
+            fail.expect(path[3] in ctl.get(path[2], {}).get('value_sets', set()),
+                        '%s: no value set %s in %s' % (where, path[3], path[2]))
+        elif path == ('pre', 'node', 'entry'):
+            nodes.append(kw)
+        elif path[-1] in ('push', 'complete_operations') or path == ('pre', 'mgid', 'entry'):
+            pass
+        else:
+            fail.expect(False, 'unexpected call %s' % where)
+
+    n, pool = job['nworkers'], job['pool_size']
+    fail.expect(counts.get(('member', 'member_ok')) == n, 'bfrt: %s member entries for %d '
+                'ranks' % (counts.get(('member', 'member_ok')), n))
+    fail.expect(counts.get(('member_addr', 'set_member')) == n,
+                'bfrt: member_addr entries != ranks')
+    fail.expect(counts.get(('slot_map', 'slot_entry')) == pool,
+                'bfrt: %s slot entries for %d slots' % (counts.get(('slot_map', 'slot_entry')),
+                                                         pool))
+    fail.expect(counts.get(('job', 'job_home')) == 1, 'bfrt: not one job_home entry')
+    fail.expect(sorted(k['multicast_rid'] for k in nodes) == list(range(n)),
+                'bfrt: multicast nodes do not have RID = rank, one per member')
+    homes = [kw for path, _, kw in log if path[-1:] == ('add_with_job_home',)]
+    fail.expect(homes and homes[0].get('nworkers_m1') == n - 1,
+                'bfrt: job_home does not carry nworkers - 1')
+
+
+def check_cli(fail, p4_dir, vectors, scenario):
+    text = strip_comments(open(os.path.join(p4_dir, 'headers.p4')).read() +
+                          open(os.path.join(p4_dir, 'v1model', 'inca_v1model.p4')).read())
+    ctl = p4_controls(text)
+    spec = importlib.util.spec_from_file_location(
+        'gen_commands', os.path.join(p4_dir, 'v1model', 'gen_commands.py'))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    with open(os.path.join(vectors, 'vectors.json')) as f:
+        man = json.load(f)
+    sc = [s for s in man['scenarios'] if s['name'] == scenario][0]
+    j, agg = sc['job'], man['aggregator']
+    lines = gen.commands(j['id'], j['token'], sc['members'], agg['ip'], agg['mac'],
+                         j['pool_size'], j['elems'])
+    counts = {}
+    rids = []
+    for line in lines:
+        w = line.split()
+        if not w or w[0].startswith('#'):
+            continue
+        if w[0] in ('table_add', 'table_set_default'):
+            control, table = w[1].split('.')
+            action = w[2].split('.')[-1]
+            t = ctl.get(control, {}).get('tables', {}).get(table)
+            fail.expect(t is not None, 'CLI: no table %s' % w[1])
+            if t is None:
+                continue
+            fail.expect(action in t['actions'], 'CLI: table %s has no action %s'
+                        % (w[1], action))
+            fail.expect(w[2] == 'NoAction' or w[2].startswith(control + '.'),
+                        'CLI: action %s not named in its control' % w[2])
+            params = ctl[control]['actions'].get(action, [])
+            if w[0] == 'table_add':
+                arrow = w.index('=>')
+                keys, vals = w[3:arrow], w[arrow + 1:]
+                fail.expect(len(keys) == len(t['keys']), 'CLI: %s: %d keys, table has %d'
+                            % (line, len(keys), len(t['keys'])))
+            else:
+                vals = w[3:]
+            fail.expect(len(vals) == len(params), 'CLI: %s: %d parameters, %s has %d'
+                        % (line, len(vals), action, len(params)))
+            counts[table] = counts.get(table, 0) + 1
+        elif w[0] == 'register_write':
+            control, reg = w[1].split('.')
+            fail.expect(reg in ctl.get(control, {}).get('registers', {}),
+                        'CLI: no register %s' % w[1])
+        elif w[0] == 'mc_node_create':
+            rids.append(int(w[1]))
+        elif w[0] not in ('mc_mgrp_create', 'mc_node_associate'):
+            fail.expect(False, 'CLI: unknown command %s' % w[0])
+    n = j['nworkers']
+    fail.expect(counts.get('member') == n and counts.get('member_addr') == n,
+                'CLI: member entries do not match the %d ranks' % n)
+    fail.expect(counts.get('slot_map') == j['pool_size'], 'CLI: slot entries != pool size')
+    fail.expect(sorted(rids) == list(range(n)), 'CLI: multicast node RIDs are not the ranks')
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--p4-dir', required=True)
+    ap.add_argument('--vectors', required=True)
+    args = ap.parse_args()
+    fail = Failures()
+    for scenario in ('sum2', 'sum4_bfp', 'sum2_large'):
+        check_bfrt(fail, args.p4_dir, args.vectors, scenario)
+        check_cli(fail, args.p4_dir, args.vectors, scenario)
+    for f in fail.items:
+        print('FAIL: ' + f)
+    print('%d checks, %d failed' % (fail.checks, len(fail.items)))
+    return 1 if fail.items else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
