@@ -41,6 +41,13 @@
 #if !defined(__FLT_EVAL_METHOD__) || __FLT_EVAL_METHOD__ != 0
 #error "the kernels need float arithmetic evaluated in float (FLT_EVAL_METHOD 0)"
 #endif
+/*
+ * -ffast-math would fold the NaN tests away and link start-up code that
+ * flushes subnormals to zero in every thread: both change results.
+ */
+#ifdef __FAST_MATH__
+#error "the kernels must not be built with -ffast-math"
+#endif
 
 #define CANON_NAN32 0x7fc00000u
 #define CANON_NAN16 0x7e00u

@@ -275,7 +275,8 @@ run_agg(struct bench *b, struct run_stats *st)
 				case AGG_PENDING:
 					break;
 				case AGG_COMPLETE:
-					agg_result_write(j, out.set, (uint16_t)r, false, b->result);
+					agg_result_write(j, out.set, (uint16_t)r, false,
+							 b->result);
 					b->sink += b->result[INCA_HDR_LEN];
 					st->completes++;
 					break;
@@ -436,8 +437,9 @@ main(int argc, char **argv)
 			break;
 		case 't':
 			o.seconds = strtod(optarg, &end);
-			rc = (end == optarg || *end != '\0' || !(o.seconds > 0 && o.seconds <= 600))
-				     ? -EINVAL : 0;
+			rc = 0;
+			if (end == optarg || *end != '\0' || !(o.seconds > 0 && o.seconds <= 600))
+				rc = -EINVAL;
 			break;
 		case 'o':
 			rc = 0;
