@@ -200,11 +200,14 @@ void incad_stats_periodic(uint64_t now);
 void incad_footprint_print(FILE *f);
 /*
  * Enter and leave a read-side section from a thread that is not a
- * dataplane lcore (telemetry, the main lcore's statistics): jobs seen
- * inside stay valid until incad_reader_exit().
+ * dataplane lcore (telemetry, the main lcore's statistics): jobs, lcores
+ * and ports seen inside stay valid until incad_reader_exit(). Enter fails
+ * (returns false) before incad_readers_open(true) and after
+ * incad_readers_open(false), which waits for the readers inside.
  */
-void incad_reader_enter(void);
+bool incad_reader_enter(void);
 void incad_reader_exit(void);
+void incad_readers_open(bool open);
 
 /* telemetry.c */
 int incad_telemetry_init(void);

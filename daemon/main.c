@@ -353,6 +353,7 @@ main(int argc, char **argv)
 	ret = incad_telemetry_init();
 	if (ret != 0)
 		INCAD_LOG(cfg, NOTICE, "telemetry commands not registered: %s", strerror(-ret));
+	incad_readers_open(true);
 	incad.table_bytes += sizeof(incad_jobs) + incad.cfg.max_slots / 8;
 	incad.slot_bytes_max = slot_bytes_max();
 
@@ -388,6 +389,8 @@ main(int argc, char **argv)
 	status = EXIT_SUCCESS;
 
 out_ctrl:
+	/* Telemetry threads outlive everything below; keep them out. */
+	incad_readers_open(false);
 	incad_ctrl_fini();
 	incad_l2_fini();
 out_ports:

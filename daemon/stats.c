@@ -55,20 +55,34 @@ incad_drop_str(unsigned int d)
 }
 
 static pthread_mutex_t reader_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool readers_open;
 
-void
+bool
 incad_reader_enter(void)
 {
 	/* Several telemetry clients each have a thread; they share one RCU
 	 * thread id, so they take turns. Dataplane lcores never take this. */
 	pthread_mutex_lock(&reader_lock);
+	if (!readers_open) {
+		pthread_mutex_unlock(&reader_lock);
+		return false;
+	}
 	rte_rcu_qsbr_thread_online(incad.qs, incad.tel_tid);
+	return true;
 }
 
 void
 incad_reader_exit(void)
 {
 	rte_rcu_qsbr_thread_offline(incad.qs, incad.tel_tid);
+	pthread_mutex_unlock(&reader_lock);
+}
+
+void
+incad_readers_open(bool open)
+{
+	pthread_mutex_lock(&reader_lock);
+	readers_open = open;
 	pthread_mutex_unlock(&reader_lock);
 }
 
@@ -114,6 +128,8 @@ incad_stats_print(FILE *f, const char *title)
 	uint64_t total = 0;
 	unsigned int i;
 
+	if (!incad_reader_enter())
+		return;
 	incad_stats_sum(&s);
 	fprintf(f, "incad: %s after %.3f s\n", title,
 		(double)(incad_now() - incad.start_tsc) / (double)incad.hz);
@@ -128,14 +144,12 @@ incad_stats_print(FILE *f, const char *title)
 			p->name, s.port_rx[i], s.port_tx[i], es.ipackets, es.opackets, es.imissed,
 			es.ierrors, es.oerrors);
 	}
-	incad_reader_enter();
 	for (i = 1; i < RTE_DIM(incad_jobs); i++) {
 		const struct incad_job *j = incad_job_get(i);
 
 		if (j != NULL)
 			print_job(f, j);
 	}
-	incad_reader_exit();
 	for (i = 0; i < INCAD_CNT_COUNT; i++)
 		if (s.cnt[i] != 0)
 			fprintf(f, "counter %s %" PRIu64 "\n", counter_names[i], s.cnt[i]);
@@ -159,6 +173,7 @@ incad_stats_print(FILE *f, const char *title)
 		}
 	fprintf(f, "drops total %" PRIu64 "\n", total);
 	fflush(f);
+	incad_reader_exit();
 }
 
 void

@@ -5,8 +5,9 @@
 /*
  * rte_telemetry commands under /incad/. They run on DPDK's telemetry
  * threads and only read: counters without synchronisation, jobs inside an
- * RCU read-side section (incad_reader_enter) so that a job deleted
- * meanwhile is not freed under them.
+ * RCU read-side section (incad_reader_enter, taken by tel_dispatch for
+ * every command) so that a job deleted meanwhile is not freed under them,
+ * and nothing once incad has started to tear down.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -118,7 +119,6 @@ tel_jobs(const char *cmd __rte_unused, const char *params __rte_unused,
 	char key[16], buf[128];
 
 	rte_tel_data_start_dict(d);
-	incad_reader_enter();
 	for (i = 1; i < RTE_DIM(incad_jobs) && n < TEL_MAX_JOBS; i++) {
 		const struct incad_job *j = incad_job_get(i);
 		const struct incad_view *v;
@@ -135,7 +135,6 @@ tel_jobs(const char *cmd __rte_unused, const char *params __rte_unused,
 		rte_tel_data_add_dict_string(d, key, buf);
 		n++;
 	}
-	incad_reader_exit();
 	return 0;
 }
 
@@ -156,11 +155,9 @@ tel_job(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d
 	id = strtoul(params, &end, 0);
 	if (errno != 0 || *end != '\0' || id == 0 || id > 65535)
 		return -EINVAL;
-	incad_reader_enter();
 	j = incad_job_get((uint16_t)id);
 	if (j == NULL) {
-		incad_reader_exit();
-		rte_tel_data_string(d, "no such job");
+			rte_tel_data_string(d, "no such job");
 		return 0;
 	}
 	job_summary(d, j);
@@ -182,7 +179,6 @@ tel_job(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d
 		}
 		rte_tel_data_add_dict_container(d, "member_addrs", md, 0);
 	}
-	incad_reader_exit();
 	return 0;
 }
 
@@ -259,10 +255,8 @@ tel_stats(const char *cmd __rte_unused, const char *params __rte_unused,
 				  (incad_now() - incad.start_tsc) * 1000 / incad.hz);
 	rte_tel_data_add_dict_int(d, "ports", (int)incad.nports);
 	rte_tel_data_add_dict_int(d, "lcores", (int)incad.nlcores);
-	incad_reader_enter();
 	for (i = 1; i < RTE_DIM(incad_jobs); i++)
 		njobs += incad_job_get(i) != NULL;
-	incad_reader_exit();
 	rte_tel_data_add_dict_int(d, "jobs", (int)njobs);
 	rte_tel_data_add_dict_u64(d, "slots_used", incad_slots_used());
 	rte_tel_data_add_dict_u64(d, "max_slots", incad.cfg.max_slots);
@@ -305,27 +299,46 @@ tel_tenants(const char *cmd __rte_unused, const char *params __rte_unused,
 	return 0;
 }
 
+static const struct {
+	const char *cmd;
+	telemetry_cb fn;
+	const char *help;
+} cmds[] = {
+	{"/incad/ports", tel_ports, "incad ports: addresses and counters"},
+	{"/incad/jobs", tel_jobs, "incad jobs, one summary each"},
+	{"/incad/job", tel_job, "one incad job, members included. Parameter: job id"},
+	{"/incad/lcores", tel_lcores, "incad dataplane lcores: roles and polls"},
+	{"/incad/drops", tel_drops, "incad drops by reason"},
+	{"/incad/stats", tel_stats, "incad counters, NACKs sent and memory"},
+	{"/incad/tenants", tel_tenants, "incad tenants and their slot use"},
+};
+
+static int
+tel_dispatch(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < RTE_DIM(cmds); i++)
+		if (strcmp(cmd, cmds[i].cmd) == 0)
+			break;
+	if (i == RTE_DIM(cmds))
+		return -EINVAL;
+	if (!incad_reader_enter())
+		return -EAGAIN;
+	ret = cmds[i].fn(cmd, params, d);
+	incad_reader_exit();
+	return ret;
+}
+
 int
 incad_telemetry_init(void)
 {
-	static const struct {
-		const char *cmd;
-		telemetry_cb fn;
-		const char *help;
-	} cmds[] = {
-		{"/incad/ports", tel_ports, "incad ports: addresses and counters"},
-		{"/incad/jobs", tel_jobs, "incad jobs, one summary each"},
-		{"/incad/job", tel_job, "one incad job, members included. Parameter: job id"},
-		{"/incad/lcores", tel_lcores, "incad dataplane lcores: roles and polls"},
-		{"/incad/drops", tel_drops, "incad drops by reason"},
-		{"/incad/stats", tel_stats, "incad counters, NACKs sent and memory"},
-		{"/incad/tenants", tel_tenants, "incad tenants and their slot use"},
-	};
 	unsigned int i;
 	int ret;
 
 	for (i = 0; i < RTE_DIM(cmds); i++) {
-		ret = rte_telemetry_register_cmd(cmds[i].cmd, cmds[i].fn, cmds[i].help);
+		ret = rte_telemetry_register_cmd(cmds[i].cmd, tel_dispatch, cmds[i].help);
 		if (ret != 0)
 			return ret;
 	}
