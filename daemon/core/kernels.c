@@ -254,7 +254,8 @@ op_fsum(uint32_t a, uint32_t b)
 /*
  * GNU C vector extensions (GCC and clang): four 32-bit lanes of generic
  * vector code, which the compiler maps onto whatever SIMD the target has
- * (SSE2 on every x86-64, NEON, ...) or onto scalar code. Plain loops over
+ * (SSE2 on every x86-64, NEON, ...) or onto scalar code. Compares are
+ * signed where the values allow it: SSE2 has no unsigned ones. Plain loops over
  * the scalar helpers were not vectorised at -O2: byte swaps and float/int
  * selects defeat the cheap cost model. The same formulas as the scalar
  * helpers, lane by lane; the scalar helpers do the tails.
@@ -326,7 +327,7 @@ pv_store_be16(uint8_t *p, pv_u32 v32)
 static inline pv_i32
 pv_isnan(pv_u32 x)
 {
-	return (x & 0x7fffffffu) > 0x7f800000u;
+	return (pv_i32)(x & 0x7fffffffu) > 0x7f800000;
 }
 
 /* f16_to_f32_bits(), lane by lane. */
@@ -335,12 +336,12 @@ pv_dec_fp16(const uint8_t *w)
 {
 	pv_u32 h = pv_load_be16(w);
 	pv_u32 sign = (h & 0x8000u) << 16;
-	pv_u32 em = h & 0x7fffu;
-	pv_u32 norm = (em << 13) + ((127u - 15u) << 23);
-	pv_u32 special = (em << 13) | 0x7f800000u;
-	pv_u32 sub = (pv_u32)(__builtin_convertvector((pv_i32)em, pv_f32) * 0x1p-24f);
+	pv_i32 em = (pv_i32)(h & 0x7fffu);
+	pv_u32 norm = ((pv_u32)em << 13) + ((127u - 15u) << 23);
+	pv_u32 special = ((pv_u32)em << 13) | 0x7f800000u;
+	pv_u32 sub = (pv_u32)(__builtin_convertvector(em, pv_f32) * 0x1p-24f);
 
-	return sign | pv_sel(em >= 0x7c00u, special, pv_sel(em >= 0x0400u, norm, sub));
+	return sign | pv_sel(em >= 0x7c00, special, pv_sel(em >= 0x0400, norm, sub));
 }
 
 static inline pv_u32
@@ -416,12 +417,13 @@ pv_enc_fp16(uint8_t *w, pv_u32 x)
 {
 	pv_u32 sign = (x >> 16) & 0x8000u;
 	pv_u32 a = x & 0x7fffffffu;
+	pv_i32 sa = (pv_i32)a;
 	pv_u32 norm = (a + 0xfffu + ((a >> 13) & 1u) - ((127u - 15u) << 23)) >> 13;
 	pv_u32 sub = (pv_u32)((pv_f32)a + 0.5f) - 0x3f000000u;
 	pv_u32 r;
 
-	r = pv_sel(a >= 0x477ff000u, pv_splat(0x7c00u), pv_sel(a >= 0x38800000u, norm, sub));
-	pv_store_be16(w, pv_sel(a > 0x7f800000u, pv_splat(CANON_NAN16), sign | r));
+	r = pv_sel(sa >= 0x477ff000, pv_splat(0x7c00u), pv_sel(sa >= 0x38800000, norm, sub));
+	pv_store_be16(w, pv_sel(sa > 0x7f800000, pv_splat(CANON_NAN16), sign | r));
 }
 
 static inline void

@@ -72,16 +72,34 @@ struct run_stats {
 	uint64_t contribs;
 	uint64_t completes;
 	uint64_t other; /* drops and replays: none in a correct run */
-	double secs;
+	double secs;     /* wall clock */
+	double cpu_secs; /* this thread on a CPU */
 };
+
+static double
+clock_secs(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static double
 now(void)
 {
-	struct timespec ts;
+	return clock_secs(CLOCK_MONOTONIC);
+}
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+/*
+ * Rates are per second of this thread's CPU time: on a machine shared with
+ * other work, wall-clock time would count the time the thread waited for
+ * a core. The share it got is printed alongside.
+ */
+static double
+cpu_now(void)
+{
+	return clock_secs(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -194,7 +212,7 @@ run_kernels(struct bench *b, struct run_stats *st)
 	agg_export_fn *export = agg_kernel_export(b->dtype);
 	uint8_t *out = b->result + INCA_HDR_LEN;
 	uint64_t k0 = 0;
-	double t0 = now(), t;
+	double t0 = now(), c0 = cpu_now(), t;
 	unsigned c, r;
 
 	memset(st, 0, sizeof(*st));
@@ -219,6 +237,7 @@ run_kernels(struct bench *b, struct run_stats *st)
 		t = now();
 	} while (t - t0 < o->seconds);
 	st->secs = t - t0;
+	st->cpu_secs = cpu_now() - c0;
 }
 
 /* agg_contribute() for every contribution, agg_result_write() per result. */
@@ -249,7 +268,7 @@ run_agg(struct bench *b, struct run_stats *st)
 	struct agg_job *j;
 	struct agg_out out;
 	uint64_t k0 = 0;
-	double t0, t;
+	double t0, c0, t;
 	unsigned c, r;
 
 	/* The job takes the kernels in force when it is created. */
@@ -260,6 +279,7 @@ run_agg(struct bench *b, struct run_stats *st)
 
 	memset(st, 0, sizeof(*st));
 	t0 = now();
+	c0 = cpu_now();
 	do {
 		for (r = 0; r < o->workers; r++) {
 			m.rank = (uint16_t)r;
@@ -291,6 +311,7 @@ run_agg(struct bench *b, struct run_stats *st)
 		t = now();
 	} while (t - t0 < o->seconds);
 	st->secs = t - t0;
+	st->cpu_secs = cpu_now() - c0;
 	agg_job_destroy(j);
 	return 0;
 }
@@ -304,24 +325,33 @@ cmp_double(const void *a, const void *b)
 }
 
 struct figure {
-	double med, min, max; /* million contributions per second */
+	double med, min, max; /* million contributions per CPU second */
+	double share;         /* median fraction of wall time on a CPU */
 };
 
-static void
-summarise(double *mcps, unsigned n, struct figure *f)
+static double
+median(double *v, unsigned n)
 {
-	qsort(mcps, n, sizeof(*mcps), cmp_double);
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void
+summarise(double *mcps, double *share, unsigned n, struct figure *f)
+{
+	f->med = median(mcps, n);
 	f->min = mcps[0];
 	f->max = mcps[n - 1];
-	f->med = n % 2 ? mcps[n / 2] : (mcps[n / 2 - 1] + mcps[n / 2]) / 2;
+	f->share = median(share, n);
 }
 
 static void
 print_row(const char *path, unsigned dtype, const char *impl, const struct figure *f,
 	  const struct figure *portable)
 {
-	printf("%-8s %-6s %-9s %8.2f  [%7.2f .. %7.2f]  %8.1f", path, inca_dtype_name(dtype),
-	       impl, f->med, f->min, f->max, 1e3 / f->med);
+	printf("%-8s %-6s %-9s %8.2f  [%7.2f .. %7.2f]  %8.1f  %4.0f%%", path,
+	       inca_dtype_name(dtype), impl, f->med, f->min, f->max, 1e3 / f->med,
+	       100 * f->share);
 	if (portable != NULL)
 		printf("  %6.2fx", f->med / portable->med);
 	printf("\n");
@@ -331,7 +361,7 @@ print_row(const char *path, unsigned dtype, const char *impl, const struct figur
 static int
 bench_dtype(const struct opts *o, unsigned dtype, const char *best, struct figure res[2][2])
 {
-	double mcps[2][2][o->reps];
+	double mcps[2][2][o->reps], share[2][2][o->reps];
 	struct run_stats st;
 	struct bench b;
 	unsigned rep, impl;
@@ -346,11 +376,13 @@ bench_dtype(const struct opts *o, unsigned dtype, const char *best, struct figur
 		for (impl = 0; impl < 2; impl++) {
 			agg_kernels_force_portable(impl == 1);
 			run_kernels(&b, &st);
-			mcps[0][impl][rep] = st.contribs / st.secs / 1e6;
+			mcps[0][impl][rep] = st.contribs / st.cpu_secs / 1e6;
+			share[0][impl][rep] = st.cpu_secs / st.secs;
 			rc = run_agg(&b, &st);
 			if (rc < 0)
 				goto out;
-			mcps[1][impl][rep] = st.contribs / st.secs / 1e6;
+			mcps[1][impl][rep] = st.contribs / st.cpu_secs / 1e6;
+			share[1][impl][rep] = st.cpu_secs / st.secs;
 			other += st.other;
 			if (st.completes * o->workers != st.contribs)
 				other++;
@@ -358,8 +390,8 @@ bench_dtype(const struct opts *o, unsigned dtype, const char *best, struct figur
 	}
 	agg_kernels_force_portable(0);
 	for (impl = 0; impl < 2; impl++) {
-		summarise(mcps[0][impl], o->reps, &res[0][impl]);
-		summarise(mcps[1][impl], o->reps, &res[1][impl]);
+		summarise(mcps[0][impl], share[0][impl], o->reps, &res[0][impl]);
+		summarise(mcps[1][impl], share[1][impl], o->reps, &res[1][impl]);
 	}
 	print_row("kernels", dtype, best, &res[0][0], &res[0][1]);
 	print_row("kernels", dtype, "portable", &res[0][1], NULL);
@@ -484,9 +516,11 @@ main(int argc, char **argv)
 	       o.workers, o.elems, inca_op_name(o.op), o.pool, o.window, o.reps, o.seconds);
 	printf("kernels: %s (chosen for this CPU), portable alongside; one core\n", best);
 	printf("kernels = init/combine/export calls only; agg = agg_contribute() per "
-	       "contribution + agg_result_write() per result\n\n");
-	printf("%-8s %-6s %-9s %8s  %-20s  %8s  %7s\n", "path", "dtype", "impl", "Mcontr/s",
-	       "[min .. max]", "ns/contr", "vs port");
+	       "contribution + agg_result_write() per result\n");
+	printf("rates per second of CPU time of the benchmark thread; on-cpu = its share of "
+	       "wall time\n\n");
+	printf("%-8s %-6s %-9s %8s  %-20s  %8s  %5s  %7s\n", "path", "dtype", "impl",
+	       "Mcontr/s", "[min .. max]", "ns/contr", "on-cpu", "vs port");
 
 	for (dtype = 0; dtype < INCA_DTYPE_COUNT; dtype++) {
 		if ((size_t)o.elems * inca_dtype_size(dtype) > INCA_MAX_PAYLOAD_BYTES) {
