@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * bench_mpi: what the PMPI interposer costs on top of libinca. Run under
+ * mpirun with LD_PRELOAD=libinca-mpi.so and the INCA_* variables of a job
+ * J; the program opens a second INCA job (INCA_BENCH_JOB, default J + 1)
+ * on the same aggregator and, for each message size, alternates runs of
+ * MPI_Allreduce (through the interposer, job J) with runs of inca_allreduce
+ * called directly (job J + 1) on the same buffers. It prints the median
+ * time per call of each and the interposer's overhead. Alternating runs
+ * keeps the load of a shared machine from favouring one side.
+ *
+ *   bench_mpi [--sizes BYTES,...] [--runs R] [--min-time SEC]
+ */
+
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include <inca/inca.h>
+
+static int rank, size;
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Seconds per call of @iters calls, the slowest rank's. */
+static double
+run(struct inca_comm *direct, const float *in, float *out, int count, int iters)
+{
+	double t0, t;
+	int i, ret;
+
+	PMPI_Barrier(MPI_COMM_WORLD);
+	t0 = now_s();
+	for (i = 0; i < iters; i++) {
+		if (direct != NULL)
+			ret = inca_allreduce(direct, in, out, (size_t)count, INCA_DTYPE_FP32,
+					     INCA_OP_SUM);
+		else
+			ret = MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+		if (ret != 0) {
+			fprintf(stderr, "bench_mpi: rank %d: %s failed: %d\n", rank,
+				direct ? "inca_allreduce" : "MPI_Allreduce", ret);
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+	}
+	t = (now_s() - t0) / iters;
+	PMPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	return t;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *sizes_arg = "1048576,4194304,16777216";
+	struct inca_comm *direct = NULL;
+	struct inca_comm_opts o;
+	struct inca_stats st;
+	double min_time = 0.3, *td, *tm;
+	char *list, *tok, *save;
+	const char *s;
+	float *in, *out;
+	Dl_info dl;
+	int runs = 7, i, ret;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
+			sizes_arg = argv[++i];
+		else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+			runs = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--min-time") == 0 && i + 1 < argc)
+			min_time = atof(argv[++i]);
+		else {
+			if (rank == 0)
+				fprintf(stderr, "usage: bench_mpi [--sizes B,...] [--runs R] "
+						"[--min-time SEC]\n");
+			MPI_Finalize();
+			return 2;
+		}
+	}
+	if (runs < 1)
+		runs = 1;
+
+	/* Without the interposer the comparison would be meaningless. */
+	if (dladdr((void *)MPI_Allreduce, &dl) == 0 || dl.dli_fname == NULL ||
+	    strstr(dl.dli_fname, "libinca-mpi") == NULL) {
+		if (rank == 0)
+			fprintf(stderr, "bench_mpi: MPI_Allreduce is not libinca-mpi's "
+					"(LD_PRELOAD=.../libinca-mpi.so)\n");
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+
+	inca_comm_opts_init(&o);
+	if (inca_comm_opts_from_env(&o) < 0 || o.aggregator == NULL || o.job == 0) {
+		if (rank == 0)
+			fprintf(stderr, "bench_mpi: set INCA_AGGREGATOR, INCA_JOB, INCA_TOKEN\n");
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	o.job = o.job + 1;
+	s = getenv("INCA_BENCH_JOB");
+	if (s != NULL)
+		o.job = (uint16_t)atoi(s);
+	o.rank = (uint16_t)rank;
+	o.size = (uint16_t)size;
+	ret = inca_comm_create(&o, &direct);
+	i = ret == INCA_OK;
+	PMPI_Allreduce(MPI_IN_PLACE, &i, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (!i) {
+		fprintf(stderr, "bench_mpi: rank %d: job %u: %s\n", rank, o.job,
+			inca_strerror(ret));
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+
+	td = calloc((size_t)runs, sizeof(*td));
+	tm = calloc((size_t)runs, sizeof(*tm));
+	list = strdup(sizes_arg);
+	if (rank == 0)
+		printf("# bench_mpi: %d ranks, median of %d runs; overhead = mpi / direct - 1\n"
+		       "# %10s %12s %12s %9s %12s\n", size, runs, "bytes", "direct ms",
+		       "mpi ms", "overhead", "direct Gb/s");
+	for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		long bytes = atol(tok);
+		int count = (int)(bytes / 4), iters;
+		double t, md, mm;
+
+		if (count <= 0)
+			continue;
+		in = malloc((size_t)count * 4);
+		out = malloc((size_t)count * 4);
+		for (i = 0; i < count; i++)
+			in[i] = (float)((i + rank) % 1024) * 0.25f;
+		/* Warm up both paths and size the runs to min_time. */
+		t = run(direct, in, out, count, 1);
+		(void)run(NULL, in, out, count, 1);
+		iters = (int)(min_time / (t > 1e-6 ? t : 1e-6));
+		if (iters < 2)
+			iters = 2;
+		for (i = 0; i < runs; i++) {
+			td[i] = run(direct, in, out, count, iters);
+			tm[i] = run(NULL, in, out, count, iters);
+		}
+		md = median(td, runs);
+		mm = median(tm, runs);
+		if (rank == 0)
+			printf("  %10ld %12.3f %12.3f %8.2f%% %12.3f\n", bytes, md * 1e3, mm * 1e3,
+			       (mm / md - 1) * 100, bytes * 8 / md / 1e9);
+		free(in);
+		free(out);
+	}
+	fflush(stdout);
+	inca_comm_stats(direct, &st);
+	i = st.fallback_collectives != 0;
+	PMPI_Allreduce(MPI_IN_PLACE, &i, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (rank == 0 && i)
+		printf("# warning: the direct communicator used the fallback: figures are not "
+		       "INCA's\n");
+	inca_comm_destroy(direct);
+	free(list);
+	free(td);
+	free(tm);
+	MPI_Finalize();
+	return 0;
+}

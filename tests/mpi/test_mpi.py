@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The INCA authors
+"""MPI collectives through libinca-mpi against a real incad.
+
+A rack of one worker namespace (aggregator mode) holds all ranks of an
+mpirun job; libinca tells them apart by UDP port. incad runs in the agg
+namespace with a static job of NP workers. mpi_check (plain MPI, comparing
+every result with PMPI) runs under LD_PRELOAD=libinca-mpi.so:
+
+ 1. with incad: every result right, every eligible call went through
+    libinca, none through its fallback, and incad's counters of the job
+    show the chunks the ranks completed: the test fails if the interposer
+    silently used PMPI;
+ 2. with incad stopped: every result right, through libinca's fallback
+    (PMPI);
+ 3. with incad killed in the middle of the run: every result right, part
+    through incad and the rest through the fallback.
+
+usage: test_mpi.py --incad EXE --preload LIBINCA_MPI --check MPI_CHECK [--np N]
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rackctl  # noqa: E402
+from rackctl import log  # noqa: E402
+
+JOB = 7
+
+
+def mpirun_argv(args, env):
+    argv = ['mpirun', '--allow-run-as-root', '--oversubscribe', '-np', str(args.np),
+            # One host: the TCP BTL over the namespace's interface; yield
+            # when idle, since the ranks share two cores with incad.
+            '--mca', 'btl', 'self,tcp', '--mca', 'btl_tcp_if_include', 'eth0',
+            '--mca', 'oob_tcp_if_include', 'eth0', '--mca', 'mpi_yield_when_idle', '1']
+    for k, v in env.items():
+        argv += ['-x', '%s=%s' % (k, v)]
+    return argv + [args.check]
+
+
+def run_check(rack, args, stats, extra_env=None, during=None, timeout=600):
+    """Run mpi_check in worker 0 under the interposer; return (expect, stats)."""
+    if os.path.exists(stats):
+        os.unlink(stats)
+    env = {
+        'LD_PRELOAD': args.preload,
+        'INCA_AGGREGATOR': rack.agg_ip,
+        'INCA_JOB': str(JOB),
+        'INCA_TOKEN': '0x%08x' % rackctl.TOKEN,
+        'INCA_MPI_STATS': stats,
+    }
+    env.update(extra_env or {})
+    argv = rack.argv(0, mpirun_argv(args, env))
+    log('run:', ' '.join(argv))
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        if during is not None:
+            during(p)
+        out, _ = p.communicate(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    log(out)
+    assert p.returncode == 0, 'mpi_check failed (exit %d)' % p.returncode
+    assert 'mpi_check: %d ranks: PASS' % args.np in out, 'mpi_check did not pass'
+    expect = None
+    for line in out.splitlines():
+        if line.startswith('expect '):
+            f = line.split()
+            expect = {k: int(v) for k, v in zip(f[1::2], f[2::2])}
+    assert expect is not None, 'mpi_check printed no "expect" line'
+    with open(stats) as f:
+        st = rackctl.parse_stats(f.read(), 'inca-mpi')
+    assert sorted(st) == list(range(args.np)), 'stats of ranks %s' % sorted(st)
+    return expect, st
+
+
+def check_routed(expect, st):
+    """Every eligible call went through libinca (to incad or its fallback)."""
+    for r, s in st.items():
+        for k in ('allreduce', 'iallreduce', 'bcast', 'barrier'):
+            assert s[k + '_inca'] == expect[k], \
+                'rank %d: %s_inca %d, mpi_check made %d' % (r, k, s[k + '_inca'], expect[k])
+        assert s['bytes_inca'] == expect['bytes']
+        assert s['errors'] == 0
+        # The calls the interposer must leave alone: a double sum and a
+        # short product on WORLD (the split communicator is not WORLD).
+        assert s['passed'] >= 2, 'rank %d: passed %d' % (r, s['passed'])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--incad', required=True)
+    ap.add_argument('--preload', required=True)
+    ap.add_argument('--check', required=True)
+    ap.add_argument('--np', type=int, default=4)
+    args = ap.parse_args()
+    rackctl.check_root()
+    rackctl.install_signal_handlers()
+    if shutil.which('mpirun') is None:
+        rackctl.skip('mpirun not found (apt-get install openmpi-bin)')
+    for f in (args.incad, args.preload, args.check):
+        if not os.path.exists(f):
+            rackctl.skip('%s not built' % f)
+    tmp = tempfile.mkdtemp(prefix='inca-mpi-test-')
+    stats = os.path.join(tmp, 'stats')
+
+    with rackctl.Rack('jmpi', workers=1, mode='aggregator') as rack:
+        incad = rackctl.Incad(rack, args.incad, [(JOB, args.np)])
+        with incad:
+            # 1. Through incad.
+            expect, st = run_check(rack, args, stats)
+            check_routed(expect, st)
+            for r, s in st.items():
+                assert s['in_fallback'] == 0 and s['fallback_collectives'] == 0 and \
+                    s['recoveries'] == 0, 'rank %d used the fallback: %s' % (r, s)
+                assert s['chunks'] > 0 and s['tx_bytes'] > expect['bytes'], \
+                    'rank %d: chunks %d tx_bytes %d' % (r, s['chunks'], s['tx_bytes'])
+                assert s['chunks'] == st[0]['chunks']
+            job = incad.job(JOB)
+            log('incad job %d: %s' % (JOB, job))
+            assert job['COMPLETE'] == st[0]['chunks'], \
+                'incad completed %d sets, ranks completed %d chunks' % (job['COMPLETE'],
+                                                                       st[0]['chunks'])
+            assert job['CONTRIB'] == args.np * job['COMPLETE']
+            log('run 1 (incad): PASS, %d chunks through incad' % job['COMPLETE'])
+
+        # 2. incad stopped: the same program through libinca's fallback.
+        expect, st = run_check(rack, args, stats, {'INCA_GIVE_UP_MS': '1000'})
+        check_routed(expect, st)
+        for r, s in st.items():
+            assert s['chunks'] == 0 and s['in_fallback'] == 1, 'rank %d: %s' % (r, s)
+            assert s['fallback_collectives'] == expect['allreduce'] + expect['iallreduce'] + \
+                expect['bcast'] + expect['barrier'], 'rank %d: %s' % (r, s)
+        log('run 2 (no incad): PASS through the PMPI fallback')
+
+        # 3. incad killed once the run is under way.
+        incad = rackctl.Incad(rack, args.incad, [(JOB, args.np)])
+        with incad:
+            def kill_midway(p):
+                end = time.monotonic() + 120
+                while time.monotonic() < end and p.poll() is None:
+                    try:
+                        if incad.job(JOB)['COMPLETE'] >= 2000:
+                            break
+                    except (OSError, ValueError, KeyError):
+                        pass
+                    time.sleep(0.05)
+                log('killing incad')
+                incad.stop(signal.SIGKILL)
+            expect, st = run_check(rack, args, stats, {'INCA_GIVE_UP_MS': '1000'},
+                                   during=kill_midway)
+        check_routed(expect, st)
+        for r, s in st.items():
+            assert s['chunks'] >= 1000 and s['recoveries'] >= 1 and \
+                s['fallback_collectives'] > 0, 'rank %d: %s' % (r, s)
+        log('run 3 (incad killed mid-run): PASS, %d chunks through incad before the kill'
+            % st[0]['chunks'])
+    shutil.rmtree(tmp, ignore_errors=True)
+    print('test_mpi: PASS')
+
+
+if __name__ == '__main__':
+    main()
