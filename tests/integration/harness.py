@@ -8,6 +8,7 @@ by an exception, stops incad and removes the rack's namespaces.
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -105,8 +106,10 @@ class Telemetry:
         return self
 
     def query(self, cmd):
+        """The answer to one command (the reply is {"/cmd": answer})."""
         self.sock.send(cmd.encode())
-        return json.loads(self.sock.recv(self.max_len + 1024).decode())
+        reply = json.loads(self.sock.recv(self.max_len + 1024).decode())
+        return reply[cmd.split(',')[0]]
 
     def close(self):
         if self.sock:
@@ -131,12 +134,11 @@ class Incad:
         self.log_path = os.path.join(self.dir, 'incad.log')
 
     def argv(self):
-        vdevs = []
-        for i, ifname in enumerate(self.rack.env['RACK_AGG_IFACES'].split()):
-            vdevs += ['--vdev', 'net_af_packet%d,iface=%s,qdisc_bypass=0' % (i, ifname)]
+        # The ports are hot-plugged from the configuration (devargs), so EAL
+        # needs no --vdev. One lcore: the main lcore does I/O (workers = 1).
         return [self.exe, '--no-huge', '-m', '512', '--no-pci', '--file-prefix', self.prefix,
-                '-l', '0', '--log-level', 'lib.eal:error'] + vdevs + self.extra_eal + \
-               ['--', '-c', self.conf_path] + self.extra_args
+                '-l', '0'] + self.extra_eal + ['--', '-c', self.conf_path, '--idle', 'adaptive'] \
+            + self.extra_args
 
     def start(self):
         with open(self.conf_path, 'w') as f:
@@ -152,6 +154,13 @@ class Incad:
         code = ('import sys; sys.path.insert(0, %r); import inca_proto as P; '
                 'w = P.Worker(%r, 0, 0, 0, 1); print(w.hello())' % (HERE, self.rack.agg_ip))
         end = time.monotonic() + timeout
+        tel = Telemetry(self.prefix)
+        # The telemetry socket appears when EAL is up, shortly before the
+        # ports: probing earlier would only leave HELLOs queued behind ARP.
+        while not os.path.exists(tel.path) and time.monotonic() < end:
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
         while time.monotonic() < end:
             if self.proc.poll() is not None:
                 raise RuntimeError('incad exited with %d:\n%s' % (self.proc.returncode,
@@ -168,7 +177,7 @@ class Incad:
             self.start()
             self.wait_ready()
         except BaseException:
-            self.stop()
+            self.__exit__(*sys.exc_info())
             raise
         return self
 
@@ -187,12 +196,15 @@ class Incad:
         self.rc = self.proc.returncode
         self.proc = None
         self.logf.close()
+        # EAL leaves its runtime directory behind; the prefix is ours alone.
+        shutil.rmtree('/var/run/dpdk/%s' % self.prefix, ignore_errors=True)
         return self.rc
 
     def __exit__(self, *exc):
         self.stop()
         if exc[0] is not None:
-            log('---- incad log (%s) ----\n%s' % (self.log_path, self.output()))
+            log('---- incad log ----\n%s' % self.output())
+        shutil.rmtree(self.dir, ignore_errors=True)
         return False
 
     def output(self):

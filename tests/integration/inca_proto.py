@@ -228,7 +228,12 @@ class Worker:
         self.sock.close()
 
     def _send(self, data):
-        self.sock.send(data)
+        try:
+            self.sock.send(data)
+        except ConnectionRefusedError:
+            # An ICMP error from before incad was up; the datagram is
+            # lost like any other and retransmission covers it.
+            pass
         self.last_tx = time.monotonic()
 
     def _recv(self, timeout):
@@ -312,6 +317,9 @@ class Worker:
         out = [None] * len(elems)
         done = [False] * n
         sent_at = {}
+        # Per-chunk timeout, doubled on every retransmission up to 0.5 s: a
+        # worker that waits for a late peer must not flood the aggregator.
+        rto = [self.rto] * n
         base = nxt = 0
         end = time.monotonic() + deadline
 
@@ -321,6 +329,8 @@ class Worker:
             h = self.chunk_hdr(k0 + j, dtype, op, o, c, flags)
             self._send(hdr_pack(**h) + elems_pack(dtype, elems[o:o + c]))
             sent_at[j] = time.monotonic()
+            if retx:
+                rto[j] = min(rto[j] * 2, 0.5)
 
         while base < n:
             now = time.monotonic()
@@ -329,10 +339,10 @@ class Worker:
             while nxt < n and nxt < base + W:
                 send(nxt, False)
                 nxt += 1
-            due = min(sent_at[j] for j in range(base, nxt) if not done[j]) + self.rto
+            due = min(sent_at[j] + rto[j] for j in range(base, nxt) if not done[j])
             if now >= due:
                 for j in range(base, nxt):
-                    if not done[j] and now - sent_at[j] >= self.rto:
+                    if not done[j] and now - sent_at[j] >= rto[j]:
                         send(j, True)
                         self.retx += 1
                 continue
@@ -436,3 +446,44 @@ def expected(dtype_name, op_name, inputs):
             key = lambda x: (x, math.copysign(1.0, x))
             out.append(bits(min(xs, key=key) if op == 'min' else max(xs, key=key)))
     return out
+
+
+# Whole frames, for tools that bypass the kernel's UDP stack (the benchmark
+# writes them to a pcap file that a DPDK vdev replays).
+
+def _csum(b, s=0):
+    if len(b) % 2:
+        b += b'\0'
+    s += sum(struct.unpack('!%dH' % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return s
+
+
+def ip_aton(a):
+    return struct.unpack('!I', socket.inet_aton(a))[0]
+
+
+def mac_aton(m):
+    return bytes(int(x, 16) for x in m.split(':'))
+
+
+def build_frame(dst_mac, src_mac, src_ip, dst_ip, sport, dport, payload):
+    """Ethernet II / IPv4 (DF, TTL 64, checksum) / UDP (checksum) / payload."""
+    udp_len = 8 + len(payload)
+    ip = struct.pack('!BBHHHBBHII', 0x45, 0, 20 + udp_len, 0, 0x4000, 64, 17, 0,
+                     ip_aton(src_ip), ip_aton(dst_ip))
+    ip = ip[:10] + struct.pack('!H', ~_csum(ip) & 0xffff) + ip[12:]
+    pseudo = ip[12:20] + struct.pack('!BBH', 0, 17, udp_len)
+    udp = struct.pack('!HHHH', sport, dport, udp_len, 0)
+    c = ~_csum(pseudo + udp + payload) & 0xffff
+    udp = udp[:6] + struct.pack('!H', c or 0xffff)
+    return mac_aton(dst_mac) + mac_aton(src_mac) + b'\x08\x00' + ip + udp + payload
+
+
+def write_pcap(path, frames):
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<IHHiIII', 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+        for i, fr in enumerate(frames):
+            f.write(struct.pack('<IIII', i // 1000000, i % 1000000, len(fr), len(fr)))
+            f.write(fr)
