@@ -592,6 +592,50 @@ def case_telemetry():
           'final port line: %r' % run.stdout)
 
 
+def case_fuzz():
+    """Mutated frames, checksums fixed or not: incad drops them, counts them
+    and keeps serving."""
+    rng = np.random.default_rng(12345)
+    templates = join_all(2, 2) + [
+        contrib(2, 0, [1, 2, 3], slot=1, seq=1), contrib(2, 1, [1.0, 2.0], dtype=FP32),
+        udp_frame(hdr(HELLO) + ctrl()), udp_frame(hdr(LEAVE, job=2, rank=1), rank=1),
+        udp_frame(hdr(HEARTBEAT, job=2, rank=0)),
+        join(3, 0, 2, src_ip='10.77.1.50', src_mac='02:00:00:00:bb:50'),
+        Ether(src=worker_mac(0), dst='ff:ff:ff:ff:ff:ff') /
+        ARP(op=1, hwsrc=worker_mac(0), psrc=worker_ip(0), pdst=agg_ip(0)),
+        Ether(src=worker_mac(0), dst=agg_mac(0)) / IP(src=worker_ip(0), dst=agg_ip(0)) /
+        ICMP(type=8) / Raw(b'x' * 20),
+    ]
+    frames = list(templates)
+    for i in range(3000):
+        t = templates[rng.integers(len(templates))]
+        raw = bytearray(bytes(t))
+        fix = rng.random() < 0.6 and UDP in t
+        # Mutate the INCA part (and let the checksums be recomputed) or
+        # anything at all.
+        lo = 42 if fix else 0
+        for _ in range(int(rng.integers(1, 6))):
+            if len(raw) > lo:
+                raw[int(rng.integers(lo, len(raw)))] = int(rng.integers(256))
+        if rng.random() < 0.2:
+            raw = raw[:int(rng.integers(1, len(raw) + 1))]
+        if rng.random() < 0.1:
+            raw += bytes(int(rng.integers(1, 64)))
+        if fix and len(raw) >= 42:
+            p = Ether(bytes(raw))
+            if IP in p and UDP in p:
+                del p[IP].chksum, p[IP].len, p[UDP].chksum, p[UDP].len
+                raw = bytes(p)
+        frames.append(Raw(bytes(raw)))
+    frames += [join(9, 0, 1, sport=49000), contrib(9, 0, [7], sport=49000)]
+    run = run_incad(base_config(), [frames], timeout=40)
+    p = [m for m in run.msgs() if m['job'] == 9]
+    check([m.type for m in p] == [JOIN_ACK, RESULT] and p[1].values() == [7],
+          'incad does not serve after %d mutated frames: %s' % (len(frames), p))
+    check(run.counter('RX') == len(frames), 'RX %d of %d' % (run.counter('RX'), len(frames)))
+    check(run.total_drops() > 1000, 'only %d drops' % run.total_drops())
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith('case_')}
 
 if __name__ == '__main__':
