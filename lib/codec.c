@@ -354,5 +354,8 @@ inca_bfp_error_bound(unsigned nworkers, int exp, double result)
 		nworkers = 1;
 	c = (int)li_ceil_log2(nworkers);
 	s = 30 - c - exp;
-	return nworkers * ldexp(1.0, exp - s - 1) + ldexp(fabs(result), -24);
+	/* Each of the N inputs is rounded to a multiple of 2^-s: at most half
+	 * a step off; the int32 sum is exact; the conversion to fp32 rounds
+	 * once. */
+	return nworkers * ldexp(1.0, -s - 1) + ldexp(fabs(result), -24);
 }

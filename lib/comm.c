@@ -720,6 +720,7 @@ inca_comm_destroy(struct inca_comm *c)
 	if (c->joined && c->tp != NULL) {
 		uint32_t wait = 4 * c->o.timeout_ms;
 
+		li_close_stream(c);
 		li_leave(c, wait < c->o.give_up_ms ? wait : c->o.give_up_ms);
 	}
 	comm_free(c);

@@ -77,6 +77,15 @@ li_req_layout(struct inca_comm *c, struct li_req *r)
 		r->wire_dtype = r->dtype;
 		r->wire_op = r->op;
 	}
+	if (r->kind == LI_KIND_CLOSE) {
+		r->mode = LI_MODE_NATIVE;
+		r->wire_dtype = INCA_DTYPE_INT32;
+		r->wire_op = INCA_OP_SUM;
+		r->chunk_elems = 1;
+		r->nchunks = (uint32_t)r->count;
+		r->nprime = 0;
+		return;
+	}
 	wsize = inca_dtype_size(r->wire_dtype);
 	room = c->max_payload ? c->max_payload : 4;
 	elems = c->max_elems ? c->max_elems : 1;
@@ -346,7 +355,7 @@ deliver(struct inca_comm *c, struct li_chunk *e)
 
 	if (r == NULL)
 		return;
-	if (e->idx >= r->nprime) {
+	if (e->idx >= r->nprime && r->recvbuf != NULL) {
 		chunk_geom(r, e->idx, &off, &cnt);
 		if (r->kind == LI_KIND_BCAST)
 			li_decode((uint8_t *)r->recvbuf + off * 4, e->payload, cnt, INCA_DTYPE_INT32,
@@ -841,6 +850,40 @@ inca_barrier(struct inca_comm *c)
 	int32_t in = 0, out;
 
 	return inca_allreduce(c, &in, &out, 1, INCA_DTYPE_INT32, INCA_OP_SUM);
+}
+
+/*
+ * Before LEAVE, which resets the job's sets: once the aggregator completed
+ * chunk k, every rank has every result up to k - W, so a window of
+ * one-element chunks after the last collective guarantees that no rank
+ * still waits for a replay the reset would destroy. Bounded by give_up_ms:
+ * a rank that never comes does not hold the others.
+ */
+void
+li_close_stream(struct inca_comm *c)
+{
+	uint64_t end = li_now_ns() + (uint64_t)c->o.give_up_ms * NS_PER_MS;
+	struct li_req *r;
+
+	if (!c->joined || c->in_fallback || c->failed || c->ring == NULL)
+		return;
+	r = req_alloc(c);
+	if (r == NULL)
+		return;
+	r->kind = LI_KIND_CLOSE;
+	r->count = c->window;
+	if (issue(c, r) < 0) {
+		req_free(c, r);
+		return;
+	}
+	c->st.collectives--; /* not the user's */
+	while (r->state == LI_REQ_PENDING && li_now_ns() < end) {
+		if (li_progress(c, 100) < 0)
+			break;
+	}
+	if (r->state == LI_REQ_PENDING)
+		li_req_complete(c, r, INCA_ECANCELED);
+	req_free(c, r);
 }
 
 int

@@ -130,6 +130,7 @@ enum li_req_state {
 enum li_req_kind {
 	LI_KIND_ALLREDUCE = 0,
 	LI_KIND_BCAST,
+	LI_KIND_CLOSE,  /* window of one-element chunks before LEAVE */
 };
 
 struct li_req {
@@ -237,6 +238,7 @@ void li_deliver_ready(struct inca_comm *c);
 void li_req_layout(struct inca_comm *c, struct li_req *r);
 void li_req_complete(struct inca_comm *c, struct li_req *r, int result);
 int li_fail_stream(struct inca_comm *c, int err);
+void li_close_stream(struct inca_comm *c);
 
 /* fallback.c */
 int li_recover(struct inca_comm *c);

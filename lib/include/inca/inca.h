@@ -363,9 +363,9 @@ INCA_API void inca_comm_info(const struct inca_comm *c, struct inca_comm_info *i
 /**
  * Bound on the absolute error of one element of a block-fixed-point sum of
  * @p nworkers values whose largest magnitude has binary exponent @p exp
- * (|x| < 2^exp for every input of its chunk) and whose result is @p result:
- * nworkers * 2^(exp - s - 1) + 2^-24 * |result|, s = 30 - ceil(log2
- * nworkers) - exp. Thread-safe.
+ * (|x| < 2^exp for every input of its chunk) and whose fp32 result is
+ * @p result: nworkers * 2^(-s - 1) + 2^-24 * |result|, with
+ * s = 30 - ceil(log2 nworkers) - exp. Thread-safe.
  */
 INCA_API double inca_bfp_error_bound(unsigned nworkers, int exp, double result);
 
