@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * libinca's interface outside the protocol: version, error strings,
+ * options and their environment variables, argument checking, the BFP
+ * error bound, and the symbols the shared library exports.
+ */
+
+#define _GNU_SOURCE
+#include <check.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <inca/inca.h>
+
+START_TEST(test_version)
+{
+	char want[32];
+
+	snprintf(want, sizeof(want), "%d.%d.%d", INCA_VERSION_MAJOR, INCA_VERSION_MINOR,
+		 INCA_VERSION_PATCH);
+	ck_assert_str_eq(inca_version_string(), want);
+	ck_assert_int_eq(INCA_VERSION_NUM, (INCA_VERSION_MAJOR << 16) |
+						   (INCA_VERSION_MINOR << 8) | INCA_VERSION_PATCH);
+}
+END_TEST
+
+/* Every error has its own description; unknown codes get a generic one. */
+START_TEST(test_strerror)
+{
+	static const int codes[] = {
+#define INCA_X_(n, v, d) v,
+		INCA_ERRORS(INCA_X_)
+#undef INCA_X_
+	};
+	size_t i, j, n = sizeof(codes) / sizeof(codes[0]);
+
+	for (i = 0; i < n; i++) {
+		ck_assert(codes[i] <= 0);
+		ck_assert_str_ne(inca_strerror(codes[i]), "unknown error");
+		for (j = 0; j < i; j++) {
+			ck_assert_int_ne(codes[i], codes[j]);
+			ck_assert_str_ne(inca_strerror(codes[i]), inca_strerror(codes[j]));
+		}
+	}
+	ck_assert_str_eq(inca_strerror(INCA_OK), "success");
+	ck_assert_str_eq(inca_strerror(-1000), "unknown error");
+	ck_assert_str_eq(inca_strerror(5), "unknown error");
+}
+END_TEST
+
+START_TEST(test_stats_names)
+{
+	unsigned n = 0;
+
+	while (inca_stats_name(n) != NULL)
+		n++;
+	ck_assert_uint_eq(n * sizeof(uint64_t) + sizeof(((struct inca_stats *)0)->nack_reasons),
+			  sizeof(struct inca_stats));
+	ck_assert_str_eq(inca_stats_name(0), "tx_pkts");
+}
+END_TEST
+
+static void
+clear_env(void)
+{
+	static const char *const vars[] = {
+		"INCA_AGGREGATOR", "INCA_BIND", "INCA_JOB", "INCA_RANK", "INCA_SIZE",
+		"INCA_TOKEN", "INCA_WINDOW", "INCA_POOL_SIZE", "INCA_MAX_ELEMS", "INCA_MTU",
+		"INCA_TIMEOUT_MS", "INCA_GIVE_UP_MS", "INCA_FLOAT_MODE", "INCA_PROBE_EVERY",
+		"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+}
+
+/* The environment overrides the options, field by field. */
+START_TEST(test_env)
+{
+	struct inca_comm_opts o;
+
+	clear_env();
+	inca_comm_opts_init(&o);
+	o.job = 9;
+	o.window = 4;
+	setenv("INCA_AGGREGATOR", "10.77.0.1:9999", 1);
+	setenv("INCA_JOB", "42", 1);
+	setenv("INCA_RANK", "3", 1);
+	setenv("INCA_SIZE", "8", 1);
+	setenv("INCA_TOKEN", "0xdeadbeef", 1);
+	setenv("INCA_TIMEOUT_MS", "7", 1);
+	setenv("INCA_GIVE_UP_MS", "1234", 1);
+	setenv("INCA_FLOAT_MODE", "bfp", 1);
+	setenv("INCA_MAX_ELEMS", "64", 1);
+	ck_assert_int_eq(inca_comm_opts_from_env(&o), INCA_OK);
+	ck_assert_str_eq(o.aggregator, "10.77.0.1:9999");
+	ck_assert_uint_eq(o.job, 42);
+	ck_assert_uint_eq(o.rank, 3);
+	ck_assert_uint_eq(o.size, 8);
+	ck_assert_uint_eq(o.token, 0xdeadbeefu);
+	ck_assert_uint_eq(o.timeout_ms, 7);
+	ck_assert_uint_eq(o.give_up_ms, 1234);
+	ck_assert_int_eq(o.float_mode, INCA_FLOAT_BFP);
+	ck_assert_uint_eq(o.max_elems, 64);
+	ck_assert_uint_eq(o.window, 4); /* not in the environment: kept */
+	ck_assert_ptr_null(o.bind);
+}
+END_TEST
+
+/* Launchers' rank variables stand in for INCA_RANK / INCA_SIZE. */
+START_TEST(test_env_launcher)
+{
+	struct inca_comm_opts o;
+
+	clear_env();
+	inca_comm_opts_init(&o);
+	setenv("OMPI_COMM_WORLD_RANK", "5", 1);
+	setenv("OMPI_COMM_WORLD_SIZE", "6", 1);
+	setenv("PMI_RANK", "1", 1);
+	ck_assert_int_eq(inca_comm_opts_from_env(&o), INCA_OK);
+	ck_assert_uint_eq(o.rank, 5);
+	ck_assert_uint_eq(o.size, 6);
+	setenv("INCA_RANK", "2", 1);
+	ck_assert_int_eq(inca_comm_opts_from_env(&o), INCA_OK);
+	ck_assert_uint_eq(o.rank, 2);
+}
+END_TEST
+
+START_TEST(test_env_malformed)
+{
+	static const char *const bad[][2] = {
+		{"INCA_JOB", "70000"}, {"INCA_JOB", "12x"}, {"INCA_RANK", "-1"},
+		{"INCA_RANK", "32"}, {"INCA_SIZE", "33"}, {"INCA_FLOAT_MODE", "fast"},
+		{"INCA_MAX_ELEMS", "5000"}, {"INCA_TOKEN", "0x100000000"},
+	};
+	struct inca_comm_opts o;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		clear_env();
+		inca_comm_opts_init(&o);
+		setenv(bad[i][0], bad[i][1], 1);
+		ck_assert_msg(inca_comm_opts_from_env(&o) == INCA_EINVAL, "%s=%s accepted",
+			      bad[i][0], bad[i][1]);
+	}
+}
+END_TEST
+
+/* Bad options are refused before any packet is sent. */
+START_TEST(test_create_invalid)
+{
+	struct inca_comm_opts o, t;
+	struct inca_comm *c = (struct inca_comm *)1;
+
+	inca_comm_opts_init(&o);
+	o.aggregator = "127.0.0.1";
+	o.job = 1;
+	o.size = 2;
+	o.rank = 1;
+
+	ck_assert_int_eq(inca_comm_create(NULL, &c), INCA_EINVAL);
+	ck_assert_int_eq(inca_comm_create(&o, NULL), INCA_EINVAL);
+	t = o;
+	t.aggregator = NULL;
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	ck_assert_ptr_null(c);
+	t = o;
+	t.job = 0;
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	t = o;
+	t.rank = 2;
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	t = o;
+	t.size = INCA_MAX_WORKERS + 1;
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	t = o;
+	t.max_elems = INCA_MAX_ELEMS + 1;
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	t = o;
+	t.mtu = 100;
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	t = o;
+	t.float_mode = 7;
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	t = o;
+	t.aggregator = "127.0.0.1:99999";
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	t = o;
+	t.aggregator = "no-such-host.invalid";
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EUNREACH);
+	ck_assert_ptr_null(c);
+}
+END_TEST
+
+/* NULL handles are errors, not crashes; destroy takes NULL. */
+START_TEST(test_null_handles)
+{
+	struct inca_request *req = NULL;
+	struct inca_stats st;
+	int done;
+	int32_t x = 0;
+
+	inca_comm_destroy(NULL);
+	ck_assert_int_eq(inca_allreduce(NULL, &x, &x, 1, INCA_DTYPE_INT32, INCA_OP_SUM),
+			 INCA_EINVAL);
+	ck_assert_int_eq(inca_iallreduce(NULL, &x, &x, 1, 0, 0, &req), INCA_EINVAL);
+	ck_assert_int_eq(inca_broadcast(NULL, &x, 4, 0), INCA_EINVAL);
+	ck_assert_int_eq(inca_barrier(NULL), INCA_EINVAL);
+	ck_assert_int_eq(inca_comm_progress(NULL), INCA_EINVAL);
+	ck_assert_int_eq(inca_wait(NULL), INCA_EINVAL);
+	ck_assert_int_eq(inca_wait(&req), INCA_EINVAL);
+	ck_assert_int_eq(inca_test(&req, &done), INCA_EINVAL);
+	inca_comm_stats(NULL, &st);
+	inca_comm_set_fallback(NULL, NULL, NULL);
+}
+END_TEST
+
+/* The bound of the documentation, evaluated. */
+START_TEST(test_bfp_bound_formula)
+{
+	/* N = 4: c = 2, E = 0: s = 28; 4 * 2^-29 + 2^-24 * 1 */
+	ck_assert(inca_bfp_error_bound(4, 0, 1.0) == ldexp(1, -27) + ldexp(1, -24));
+	/* N = 5 rounds up to c = 3. */
+	ck_assert(inca_bfp_error_bound(5, 10, 0.0) == 5 * ldexp(1, 10 + 3 - 31));
+	ck_assert(inca_bfp_error_bound(1, 0, 0.0) == ldexp(1, -31));
+}
+END_TEST
+
+/* The shared library exports the inca_ interface and nothing else. */
+START_TEST(test_exports)
+{
+	void *h = dlopen(LIBINCA_SO, RTLD_NOW | RTLD_LOCAL);
+
+	ck_assert_msg(h != NULL, "dlopen: %s", dlerror());
+	ck_assert_ptr_nonnull(dlsym(h, "inca_allreduce"));
+	ck_assert_ptr_nonnull(dlsym(h, "inca_comm_create"));
+	ck_assert_ptr_nonnull(dlsym(h, "inca_msg_decode"));
+	ck_assert_ptr_null(dlsym(h, "li_progress"));
+	ck_assert_ptr_null(dlsym(h, "li_encode"));
+	ck_assert_ptr_null(dlsym(h, "li_udp_ops"));
+	ck_assert_ptr_nonnull(dlvsym(h, "inca_allreduce", "INCA_0.1"));
+	dlclose(h);
+}
+END_TEST
+
+Suite *api_suite(void);
+
+Suite *
+api_suite(void)
+{
+	Suite *s = suite_create("inca_api");
+	TCase *tc;
+
+#define TC(name, fn) \
+	tc = tcase_create(name); \
+	tcase_add_test(tc, fn); \
+	tcase_set_timeout(tc, 10); \
+	suite_add_tcase(s, tc)
+
+	TC("version", test_version);
+	TC("strerror", test_strerror);
+	TC("stats_names", test_stats_names);
+	TC("env", test_env);
+	TC("env_launcher", test_env_launcher);
+	TC("env_malformed", test_env_malformed);
+	TC("create_invalid", test_create_invalid);
+	TC("null_handles", test_null_handles);
+	TC("bfp_bound_formula", test_bfp_bound_formula);
+	TC("exports", test_exports);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(api_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
