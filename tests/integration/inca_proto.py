@@ -401,6 +401,9 @@ def gen_data(dtype_name, op_name, rank, n, seed):
         for i in range(n):
             if i % 97 == 13:
                 x = math.ldexp(rank + 1, [-140, -130, 60, 90][(i // 97) % 4])
+            elif i % 89 == 7 and op_name.lower() != 'sum':
+                # Zeros of both signs: MIN/MAX order -0 below +0.
+                x = math.copysign(0.0, -1 if (rank + i // 89) % 2 else 1)
             else:
                 x = rnd.randint(-(1 << 20), 1 << 20) / 256.0
             out.append(fp32_bits(x))

@@ -33,7 +33,8 @@ INCAD = None
 # more chunks than twice the pool so that both shadow sets of every slot are
 # reused several times.
 COLLECTIVES = ['int32:sum:3077:1', 'int32:min:1500:2', 'int32:max:1500:3',
-               'fp32:sum:3077:4', 'fp16:sum:2000:5', 'bf16:sum:2000:6']
+               'fp32:sum:3077:4', 'fp16:sum:2000:5', 'bf16:sum:2000:6',
+               'fp32:min:1000:7', 'fp32:max:1000:8']
 POOL = 16
 
 
@@ -129,13 +130,19 @@ def test_ping_workers():
 
 
 def test_allreduce_2():
-    """2 workers: int32 sum/min/max, fp32/fp16/bf16 sum, exact."""
+    """2 workers: int32 sum/min/max, fp32/fp16/bf16 sum, fp32 min/max, exact."""
     allreduce_test('ar2', 2)
 
 
 def test_allreduce_4():
     """4 workers on 500 Mbit/s links: the same collectives, exact."""
     allreduce_test('ar4', 4, rate='500mbit')
+
+
+def test_jumbo():
+    """MTU 9000: 2048-element chunks (8 KiB int32 payloads) through af_packet."""
+    allreduce_test('jumbo', 2, mtu=9000,
+                   colls=['int32:sum:20000:61', 'fp32:sum:9000:62', 'fp16:sum:9000:63'])
 
 
 def test_aggregator_mode():
