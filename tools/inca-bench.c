@@ -1,0 +1,555 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * inca-bench: allreduce latency and bandwidth through libinca, in the
+ * manner of osu_allreduce. Start one process per worker (mpirun, a script,
+ * one per network namespace); each needs the aggregator, the job, its rank
+ * and the job size, from options or INCA_* variables (mpirun's
+ * OMPI_COMM_WORLD_RANK / _SIZE work too). Rank 0 prints the table.
+ *
+ * Each rank fills its buffer from its rank number, so every rank knows the
+ * expected result and checks it after the timed iterations of each size.
+ * Timings are per rank; the table shows the mean over ranks of the mean
+ * latency, the smallest minimum and the largest maximum, reduced through
+ * libinca itself once the timed loop is over.
+ */
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <inca/inca.h>
+
+struct bench {
+	struct inca_comm_opts o;
+	size_t min_bytes, max_bytes;
+	unsigned iters, iters_large, warmup;
+	unsigned dtype, op;          /* the combination being measured */
+	unsigned dtypes[INCA_DTYPE_COUNT], ndtypes;
+	unsigned ops[INCA_OP_COUNT], nops;
+	size_t sizes[64];            /* explicit sizes (-s), else powers of two */
+	unsigned nsizes;
+	double link_mbps;
+	bool csv, json, verify, inplace, verbose;
+	unsigned inflight; /* >1: split each size into that many iallreduce */
+};
+
+static double
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"usage: inca-bench [options]\n"
+		"  -a, --aggregator IP[:PORT]  aggregator (INCA_AGGREGATOR)\n"
+		"  -j, --job ID                job id (INCA_JOB)\n"
+		"  -r, --rank R                this worker's rank (INCA_RANK)\n"
+		"  -n, --size N                number of workers (INCA_SIZE)\n"
+		"  -t, --token T               job token (INCA_TOKEN)\n"
+		"  -b, --bind IP[:PORT]        local address (INCA_BIND)\n"
+		"  -m, --min-bytes B           smallest message (default 4)\n"
+		"  -M, --max-bytes B           largest message (default 1048576)\n"
+		"  -i, --iterations N          timed iterations per size (default 100)\n"
+		"  -I, --iterations-large N    for sizes above 1 MiB (default 20)\n"
+		"  -x, --warmup N              untimed iterations per size (default 5)\n"
+		"  -s, --sizes B,B,...         explicit message sizes instead of -m/-M\n"
+		"  -d, --dtype T[,T...]        int32, fp32, fp16, bf16 or all (default int32)\n"
+		"  -o, --op OP[,OP...]         sum, min, max or all (default sum)\n"
+		"  -L, --link-rate MBIT        link rate for the utilisation column\n"
+		"  -W, --window N              chunks in flight (INCA_WINDOW)\n"
+		"  -E, --max-elems N           elements per packet (INCA_MAX_ELEMS)\n"
+		"  -U, --mtu N                 MTU (INCA_MTU)\n"
+		"  -T, --timeout-ms N          retransmission timeout (INCA_TIMEOUT_MS)\n"
+		"  -G, --give-up-ms N          give up after silence (INCA_GIVE_UP_MS)\n"
+		"  -F, --float-mode M          auto, native, bfp (INCA_FLOAT_MODE)\n"
+		"  -k, --inflight K            split each message into K iallreduce\n"
+		"      --in-place              sendbuf == recvbuf\n"
+		"      --no-verify             do not check results\n"
+		"      --csv | --json          machine-readable output\n"
+		"  -v, --verbose               libinca's log on stderr\n"
+		"Sizes are powers of two from min to max bytes; each size is rounded\n"
+		"down to whole elements (at least one). Exit status 1 if any result is\n"
+		"wrong or a collective fails.\n");
+}
+
+/* "a,b,c" or "all" of the names @name gives for 0..@n-1 into @out. */
+static int
+parse_list(const char *arg, const char *(*name)(unsigned), unsigned n, unsigned *out)
+{
+	char buf[128], *tok, *save;
+	unsigned k = 0, i;
+
+	if (strcmp(arg, "all") == 0) {
+		for (i = 0; i < n; i++)
+			out[i] = i;
+		return (int)n;
+	}
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < n; i++)
+			if (strcmp(tok, name(i)) == 0)
+				break;
+		if (i == n || k == n) {
+			fprintf(stderr, "inca-bench: unknown or repeated '%s'\n", tok);
+			return -1;
+		}
+		out[k++] = i;
+	}
+	return k ? (int)k : -1;
+}
+
+static unsigned long long
+num(const char *opt, const char *s, unsigned long long max)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v > max || *s == '-') {
+		fprintf(stderr, "inca-bench: %s: bad value '%s'\n", opt, s);
+		exit(2);
+	}
+	return v;
+}
+
+/* Element i of rank r: small integers, so that float sums are exact in
+ * any order and every rank can compute the result. */
+static float
+gen_f(unsigned r, size_t i)
+{
+	return (float)((int)((i * 5 + r * 3) % 17) - 8);
+}
+
+static int32_t
+gen_i(unsigned r, size_t i)
+{
+	return (int32_t)((uint32_t)i * 2654435761u + (r + 1) * 0x01000193u);
+}
+
+static void
+fill(void *buf, unsigned dtype, unsigned rank, size_t count)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++) {
+		switch (dtype) {
+		case INCA_DTYPE_INT32:
+			((int32_t *)buf)[i] = gen_i(rank, i);
+			break;
+		case INCA_DTYPE_FP32:
+			((float *)buf)[i] = gen_f(rank, i);
+			break;
+		case INCA_DTYPE_FP16:
+			((uint16_t *)buf)[i] = inca_fp32_to_fp16(gen_f(rank, i));
+			break;
+		default:
+			((uint16_t *)buf)[i] = inca_fp32_to_bf16(gen_f(rank, i));
+			break;
+		}
+	}
+}
+
+/* Number of wrong elements of @buf. */
+static size_t
+verify(const void *buf, unsigned dtype, unsigned op, unsigned n, size_t count)
+{
+	size_t i, bad = 0;
+	unsigned r;
+
+	for (i = 0; i < count; i++) {
+		if (dtype == INCA_DTYPE_INT32) {
+			uint32_t acc = (uint32_t)gen_i(0, i);
+
+			for (r = 1; r < n; r++) {
+				int32_t v = gen_i(r, i);
+
+				if (op == INCA_OP_SUM)
+					acc += (uint32_t)v;
+				else if ((op == INCA_OP_MIN) == (v < (int32_t)acc))
+					acc = (uint32_t)v;
+			}
+			bad += ((const uint32_t *)buf)[i] != acc;
+			continue;
+		}
+		float acc = gen_f(0, i), got;
+
+		for (r = 1; r < n; r++) {
+			float v = gen_f(r, i);
+
+			acc = op == INCA_OP_SUM ? acc + v :
+			      op == INCA_OP_MIN ? fminf(acc, v) : fmaxf(acc, v);
+		}
+		if (dtype == INCA_DTYPE_FP32)
+			got = ((const float *)buf)[i];
+		else if (dtype == INCA_DTYPE_FP16)
+			got = inca_fp16_to_fp32(((const uint16_t *)buf)[i]);
+		else
+			got = inca_bf16_to_fp32(((const uint16_t *)buf)[i]);
+		bad += got != acc;
+	}
+	return bad;
+}
+
+static void
+log_stderr(void *ctx, int level, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "libinca[%d]: %s\n", level, msg);
+}
+
+static int
+one_allreduce(struct bench *b, struct inca_comm *c, const void *in, void *out, size_t count)
+{
+	struct inca_request *req[64];
+	size_t es = inca_dtype_size(b->dtype), part, off = 0;
+	unsigned k, n = b->inflight;
+	int ret, first = INCA_OK;
+
+	if (n <= 1)
+		return inca_allreduce(c, b->inplace ? INCA_IN_PLACE : in, out, count, b->dtype,
+				      b->op);
+	part = (count + n - 1) / n;
+	for (k = 0; k < n; k++) {
+		size_t cnt = off + part <= count ? part : count - off;
+
+		ret = inca_iallreduce(c, b->inplace ? INCA_IN_PLACE : (const uint8_t *)in + off * es,
+				      (uint8_t *)out + off * es, cnt, b->dtype, b->op, &req[k]);
+		if (ret < 0) {
+			n = k;
+			first = ret;
+			break;
+		}
+		off += cnt;
+	}
+	for (k = 0; k < n; k++) {
+		ret = inca_wait(&req[k]);
+		if (ret < 0 && first == INCA_OK)
+			first = ret;
+	}
+	return first;
+}
+
+/*
+ * Measure one message size of the current dtype and op; rank 0 prints the
+ * row. Returns a libinca error if a collective failed; *rc becomes 1 on
+ * wrong results.
+ */
+static int
+run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes,
+	 bool *first_row, int *rc)
+{
+	size_t es = inca_dtype_size(b->dtype), count = bytes / es, bad = 0;
+	unsigned iters = bytes > (1u << 20) ? b->iters_large : b->iters, k;
+	double t_sum = 0, t_min = 1e30, t_max = 0;
+	int32_t red[4];
+	int ret = INCA_OK;
+
+	if (count == 0)
+		count = 1;
+	bytes = count * es;
+	fill(in, b->dtype, b->o.rank, count);
+	for (k = 0; k < b->warmup + iters; k++) {
+		double t0;
+
+		if (b->inplace)
+			memcpy(out, in, bytes);
+		if (k == b->warmup) {
+			ret = inca_barrier(c);
+			if (ret < 0)
+				break;
+		}
+		t0 = now_us();
+		ret = one_allreduce(b, c, in, out, count);
+		if (ret < 0)
+			break;
+		if (k >= b->warmup) {
+			double dt = now_us() - t0;
+
+			t_sum += dt;
+			t_min = dt < t_min ? dt : t_min;
+			t_max = dt > t_max ? dt : t_max;
+		}
+	}
+	if (ret < 0) {
+		fprintf(stderr, "inca-bench: rank %u: %s %s allreduce of %zu bytes: %s\n",
+			b->o.rank, inca_dtype_name(b->dtype), inca_op_name(b->op), bytes,
+			inca_strerror(ret));
+		return ret;
+	}
+	if (b->verify)
+		bad = verify(out, b->dtype, b->op, b->o.size, count);
+	if (iters == 0)
+		iters = 1;
+
+	/* The figures across ranks, in tenths of a microsecond (int32 holds
+	 * 200 s of them): sum of the means, smallest min, largest max. */
+	red[0] = (int32_t)lround(t_sum / iters * 10);
+	red[1] = (int32_t)lround(t_min * 10);
+	red[2] = (int32_t)lround(t_max * 10);
+	red[3] = (int32_t)(bad > INT32_MAX ? INT32_MAX : bad);
+	if ((ret = inca_allreduce(c, INCA_IN_PLACE, &red[0], 1, INCA_DTYPE_INT32, INCA_OP_SUM)) < 0 ||
+	    (ret = inca_allreduce(c, INCA_IN_PLACE, &red[1], 1, INCA_DTYPE_INT32, INCA_OP_MIN)) < 0 ||
+	    (ret = inca_allreduce(c, INCA_IN_PLACE, &red[2], 1, INCA_DTYPE_INT32, INCA_OP_MAX)) < 0 ||
+	    (ret = inca_allreduce(c, INCA_IN_PLACE, &red[3], 1, INCA_DTYPE_INT32, INCA_OP_SUM)) < 0)
+		return ret;
+	if (red[3] != 0) {
+		*rc = 1;
+		if (bad)
+			fprintf(stderr, "inca-bench: rank %u: %s %s %zu bytes: %zu wrong elements\n",
+				b->o.rank, inca_dtype_name(b->dtype), inca_op_name(b->op), bytes,
+				bad);
+	}
+	if (b->o.rank != 0)
+		return INCA_OK;
+
+	double avg = red[0] / 10.0 / b->o.size, mn = red[1] / 10.0, mx = red[2] / 10.0;
+	double algbw = bytes / avg; /* bytes per microsecond = MB/s */
+	/* The in-network lower bound is S/B: each link carries S bytes each
+	 * way, so S / time over the link rate is the utilisation. */
+	double util = b->link_mbps > 0 ? (bytes * 8.0 / avg) / b->link_mbps : 0;
+
+	if (b->json) {
+		printf("%s{\"dtype\":\"%s\",\"op\":\"%s\",\"bytes\":%zu,\"count\":%zu,"
+		       "\"avg_us\":%.1f,\"min_us\":%.1f,\"max_us\":%.1f,\"algbw_MBps\":%.2f,"
+		       "\"link_util\":%.4f,\"errors\":%d}", *first_row ? "" : ",",
+		       inca_dtype_name(b->dtype), inca_op_name(b->op), bytes, count, avg, mn, mx,
+		       algbw, util, red[3]);
+	} else if (b->csv) {
+		printf("%s,%s,%zu,%zu,%.1f,%.1f,%.1f,%.2f,%.4f,%d\n", inca_dtype_name(b->dtype),
+		       inca_op_name(b->op), bytes, count, avg, mn, mx, algbw, util, red[3]);
+	} else {
+		char u[16] = "-";
+
+		if (b->link_mbps > 0)
+			snprintf(u, sizeof(u), "%.3f", util);
+		printf("%12zu %10zu %11.1f %11.1f %11.1f %12.2f %8s %6s\n", bytes, count, avg, mn,
+		       mx, algbw, u, red[3] ? "FAIL" : b->verify ? "ok" : "-");
+	}
+	*first_row = false;
+	fflush(stdout);
+	return INCA_OK;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{"aggregator", required_argument, NULL, 'a'},
+		{"job", required_argument, NULL, 'j'},
+		{"rank", required_argument, NULL, 'r'},
+		{"size", required_argument, NULL, 'n'},
+		{"token", required_argument, NULL, 't'},
+		{"bind", required_argument, NULL, 'b'},
+		{"min-bytes", required_argument, NULL, 'm'},
+		{"max-bytes", required_argument, NULL, 'M'},
+		{"iterations", required_argument, NULL, 'i'},
+		{"iterations-large", required_argument, NULL, 'I'},
+		{"warmup", required_argument, NULL, 'x'},
+		{"sizes", required_argument, NULL, 's'},
+		{"dtype", required_argument, NULL, 'd'},
+		{"op", required_argument, NULL, 'o'},
+		{"link-rate", required_argument, NULL, 'L'},
+		{"window", required_argument, NULL, 'W'},
+		{"max-elems", required_argument, NULL, 'E'},
+		{"mtu", required_argument, NULL, 'U'},
+		{"timeout-ms", required_argument, NULL, 'T'},
+		{"give-up-ms", required_argument, NULL, 'G'},
+		{"float-mode", required_argument, NULL, 'F'},
+		{"inflight", required_argument, NULL, 'k'},
+		{"in-place", no_argument, NULL, 1},
+		{"no-verify", no_argument, NULL, 2},
+		{"csv", no_argument, NULL, 3},
+		{"json", no_argument, NULL, 4},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct bench b;
+	struct inca_comm *c = NULL;
+	struct inca_comm_info info;
+	struct inca_stats st;
+	int opt, ret = INCA_OK, rc = 0, v;
+	void *in = NULL, *out = NULL;
+	size_t bytes;
+	bool first_row = true;
+	unsigned k;
+
+	memset(&b, 0, sizeof(b));
+	inca_comm_opts_init(&b.o);
+	if (inca_comm_opts_from_env(&b.o) < 0) {
+		fprintf(stderr, "inca-bench: malformed INCA_* variable\n");
+		return 2;
+	}
+	b.min_bytes = 4;
+	b.max_bytes = 1 << 20;
+	b.iters = 100;
+	b.iters_large = 20;
+	b.warmup = 5;
+	b.dtypes[0] = INCA_DTYPE_INT32;
+	b.ndtypes = 1;
+	b.ops[0] = INCA_OP_SUM;
+	b.nops = 1;
+	b.verify = true;
+	b.inflight = 1;
+
+	while ((opt = getopt_long(argc, argv, "a:j:r:n:t:b:m:M:s:i:I:x:d:o:L:W:E:U:T:G:F:k:vh", lopts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 'a': b.o.aggregator = optarg; break;
+		case 'j': b.o.job = num("-j", optarg, UINT16_MAX); break;
+		case 'r': b.o.rank = num("-r", optarg, INCA_MAX_WORKERS - 1); break;
+		case 'n': b.o.size = num("-n", optarg, INCA_MAX_WORKERS); break;
+		case 't': b.o.token = num("-t", optarg, UINT32_MAX); break;
+		case 'b': b.o.bind = optarg; break;
+		case 'm': b.min_bytes = num("-m", optarg, 1ull << 32); break;
+		case 'M': b.max_bytes = num("-M", optarg, 1ull << 32); break;
+		case 'i': b.iters = num("-i", optarg, 1000000); break;
+		case 'I': b.iters_large = num("-I", optarg, 1000000); break;
+		case 'x': b.warmup = num("-x", optarg, 1000000); break;
+		case 's': {
+			char *tok, *save;
+
+			for (tok = strtok_r(optarg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				if (b.nsizes == 64) {
+					fprintf(stderr, "inca-bench: at most 64 sizes\n");
+					return 2;
+				}
+				b.sizes[b.nsizes++] = num("-s", tok, 1ull << 32);
+			}
+			break;
+		}
+		case 'd':
+			v = parse_list(optarg, inca_dtype_name, INCA_DTYPE_COUNT, b.dtypes);
+			if (v < 0)
+				return 2;
+			b.ndtypes = v;
+			break;
+		case 'o':
+			v = parse_list(optarg, inca_op_name, INCA_OP_COUNT, b.ops);
+			if (v < 0)
+				return 2;
+			b.nops = v;
+			break;
+		case 'L': b.link_mbps = strtod(optarg, NULL); break;
+		case 'W': b.o.window = num("-W", optarg, UINT16_MAX); break;
+		case 'E': b.o.max_elems = num("-E", optarg, INCA_MAX_ELEMS); break;
+		case 'U': b.o.mtu = num("-U", optarg, UINT16_MAX); break;
+		case 'T': b.o.timeout_ms = num("-T", optarg, UINT32_MAX); break;
+		case 'G': b.o.give_up_ms = num("-G", optarg, UINT32_MAX); break;
+		case 'F':
+			b.o.float_mode = !strcmp(optarg, "native") ? INCA_FLOAT_NATIVE :
+					 !strcmp(optarg, "bfp") ? INCA_FLOAT_BFP : INCA_FLOAT_AUTO;
+			break;
+		case 'k': b.inflight = num("-k", optarg, 64); break;
+		case 1: b.inplace = true; break;
+		case 2: b.verify = false; break;
+		case 3: b.csv = true; break;
+		case 4: b.json = true; break;
+		case 'v': b.verbose = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (b.o.aggregator == NULL || b.o.job == 0 || b.o.size == 0) {
+		fprintf(stderr, "inca-bench: need the aggregator, the job and the size\n");
+		usage(stderr);
+		return 2;
+	}
+	if (b.verbose)
+		inca_set_log_fn(log_stderr, NULL, INCA_LOG_DEBUG);
+	ret = inca_comm_create(&b.o, &c);
+	if (ret < 0) {
+		fprintf(stderr, "inca-bench: rank %u: cannot join job %u at %s: %s\n", b.o.rank,
+			b.o.job, b.o.aggregator, inca_strerror(ret));
+		return 1;
+	}
+	inca_comm_info(c, &info);
+	for (k = 0; k < b.nsizes; k++)
+		if (b.sizes[k] > b.max_bytes)
+			b.max_bytes = b.sizes[k];
+	in = malloc(b.max_bytes + 8);
+	out = malloc(b.max_bytes + 8);
+	if (in == NULL || out == NULL) {
+		fprintf(stderr, "inca-bench: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+
+	if (b.o.rank == 0) {
+		if (b.json)
+			printf("{\"tool\":\"inca-bench\",\"version\":\"%s\",\"nworkers\":%u,"
+			       "\"window\":%u,\"max_elems\":%u,\"float_native\":%s,"
+			       "\"link_mbps\":%.1f,\"results\":[",
+			       inca_version_string(), b.o.size, info.window, info.max_elems,
+			       info.float_native ? "true" : "false", b.link_mbps);
+		else if (b.csv)
+			printf("dtype,op,bytes,count,avg_us,min_us,max_us,algbw_MBps,link_util,"
+			       "errors\n");
+		else
+			printf("# inca-bench %s: %u workers, window %u, %u elements/packet, "
+			       "floats %s%s\n", inca_version_string(), b.o.size, info.window,
+			       info.max_elems, info.float_native ? "native" : "bfp",
+			       info.in_fallback ? ", IN FALLBACK" : "");
+	}
+
+	for (unsigned di = 0; di < b.ndtypes && ret >= 0; di++) {
+		for (unsigned oi = 0; oi < b.nops && ret >= 0; oi++) {
+			b.dtype = b.dtypes[di];
+			b.op = b.ops[oi];
+			if (b.o.rank == 0 && !b.json && !b.csv)
+				printf("# %s %s\n%12s %10s %11s %11s %11s %12s %8s %6s\n",
+				       inca_dtype_name(b.dtype), inca_op_name(b.op), "bytes", "count",
+				       "avg_us", "min_us", "max_us", "algbw_MB/s", "util", "check");
+			if (b.nsizes > 0) {
+				for (k = 0; k < b.nsizes && ret >= 0; k++)
+					ret = run_size(&b, c, in, out, b.sizes[k], &first_row, &rc);
+			} else {
+				size_t es = inca_dtype_size(b.dtype);
+
+				for (bytes = b.min_bytes < es ? es : b.min_bytes;
+				     bytes <= b.max_bytes && ret >= 0; bytes *= 2)
+					ret = run_size(&b, c, in, out, bytes, &first_row, &rc);
+			}
+		}
+	}
+	if (ret < 0)
+		rc = 1;
+
+	inca_comm_stats(c, &st);
+	if (b.o.rank == 0) {
+		if (b.json)
+			printf("],\"stats\":{\"retransmits\":%llu,\"replays\":%llu,"
+			       "\"recoveries\":%llu,\"fallback_calls\":%llu}}\n",
+			       (unsigned long long)st.retransmits, (unsigned long long)st.replays,
+			       (unsigned long long)st.recoveries,
+			       (unsigned long long)st.fallback_calls);
+		else if (!b.csv)
+			printf("# rank 0: %llu packets sent, %llu retransmitted, %llu replays, "
+			       "%llu recoveries%s\n",
+			       (unsigned long long)st.tx_pkts, (unsigned long long)st.retransmits,
+			       (unsigned long long)st.replays, (unsigned long long)st.recoveries,
+			       rc ? ", RESULTS WRONG" : "");
+	}
+out:
+	free(in);
+	free(out);
+	inca_comm_destroy(c);
+	return rc;
+}
