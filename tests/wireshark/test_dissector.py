@@ -1,0 +1,391 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The INCA authors
+"""Test of the Wireshark dissector tools/wireshark/inca.lua.
+
+usage: test_dissector.py INCA_PCAP_GEN INCA_LUA
+
+1. The dissector's tables against wire.h: value strings (tshark -G values)
+   and bit fields (tshark -G fields) against what inca_pcap_gen prints
+   from the X-macros and flag/capability macros it is compiled with.
+2. A capture written by inca_pcap_gen with the codec (every message type,
+   data type and operation, a NACK per reason, boundary values, one
+   malformed message per message check, mutated messages) is decoded by
+   tshark; every field must equal what was encoded, and the dissector's
+   expert info must name the reason inca_msg_decode() gives, first.
+   No frame may raise a Lua error.
+3. The preferences: the UDP port, the number of elements shown, and the
+   heuristic dissector on other ports.
+
+Exit status 0: pass, 1: fail, 77: skipped (tshark is not installed).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+SHOWN = 16  # the default of the inca.max_shown preference
+OTHER_PORT = 19000
+
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    if len(failures) <= 60:
+        print("FAIL: " + msg)
+
+
+def run(cmd, env):
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, check=False)
+    # tshark warns on stderr when run as root; that is the only thing
+    # allowed there, Lua errors at load time also land there.
+    err = [l for l in p.stderr.splitlines() if l and "Running as user" not in l]
+    if p.returncode != 0 or err:
+        fail("%s: exit %d, stderr: %s" % (" ".join(cmd[:4]), p.returncode,
+                                         "\n".join(err[:10])))
+    return p.stdout
+
+
+def load_tables(gen):
+    out = subprocess.run([gen, "tables"], stdout=subprocess.PIPE, text=True,
+                         check=True).stdout
+    t = {"const": {}, "type": {}, "dtype": {}, "op": {}, "reason": {}, "flag": {},
+         "cap": {}, "wireerr": {}}
+    for line in out.splitlines():
+        f = line.split("\t")
+        kind = f[0]
+        if kind == "const":
+            t["const"][f[1]] = int(f[2])
+        elif kind in ("type", "reason"):
+            t[kind][int(f[1])] = (f[2], f[3])
+        elif kind == "dtype":
+            t["dtype"][int(f[1])] = (f[2], int(f[3]))
+        elif kind == "op":
+            t["op"][int(f[1])] = f[2]
+        elif kind in ("flag", "cap"):
+            t[kind][f[2]] = int(f[1])
+        elif kind in ("flagmask", "capmask"):
+            t[kind] = int(f[1])
+        elif kind == "wireerr":
+            t["wireerr"][f[2]] = f[3]
+    return t
+
+
+def check_tables(t, tshark, lua, env):
+    """The dissector's tables are wire.h's."""
+    values = {}
+    for line in run([tshark, "-G", "values", "-X", "lua_script:" + lua], env).splitlines():
+        f = line.split("\t")
+        if len(f) == 4 and f[0] == "V" and f[1].startswith("inca."):
+            values.setdefault(f[1], {})[int(f[2])] = f[3]
+    want = {
+        "inca.type": {v: n for v, (n, _) in t["type"].items()},
+        "inca.dtype": {v: n for v, (n, _) in t["dtype"].items()},
+        "inca.op": dict(t["op"]),
+        "inca.reason": {v: n for v, (n, _) in t["reason"].items()},
+    }
+    for field, vs in want.items():
+        if values.get(field) != vs:
+            fail("value strings of %s: dissector %s, wire.h %s" %
+                 (field, values.get(field), vs))
+
+    fields = {}
+    for line in run([tshark, "-G", "fields", "-X", "lua_script:" + lua], env).splitlines():
+        f = line.split("\t")
+        if len(f) >= 7 and f[0] == "F" and f[2].startswith("inca."):
+            fields[f[2]] = (f[3], int(f[6], 0))
+
+    def bits(prefix, table, width, reserved):
+        """Boolean fields prefix.<name> with the table's masks, and the rest."""
+        union = 0
+        for name, mask in table.items():
+            fld = prefix + "." + name.lower()
+            if fields.get(fld) != ("FT_BOOLEAN", mask):
+                fail("%s: dissector %s, wire.h FT_BOOLEAN mask 0x%x" %
+                     (fld, fields.get(fld), mask))
+            union |= mask
+        rest = (1 << width) - 1 & ~union
+        if fields.get(prefix + "." + reserved, (None, None))[1] != rest:
+            fail("%s.%s: mask %s, want 0x%x" % (prefix, reserved,
+                                                fields.get(prefix + "." + reserved), rest))
+        known = {prefix + "." + n.lower() for n in table} | {prefix + "." + reserved}
+        extra = {f for f in fields if f.startswith(prefix + ".")} - known
+        if extra:
+            fail("%s: fields not in wire.h: %s" % (prefix, sorted(extra)))
+        return union
+
+    if bits("inca.flags", t["flag"], 8, "reserved") != t["flagmask"]:
+        fail("the flags listed by inca_pcap_gen do not make up INCA_F_MASK")
+    if bits("inca.ctrl.caps", t["cap"], 16, "reserved") != t["capmask"]:
+        fail("the capabilities listed by inca_pcap_gen do not make up INCA_CAP_MASK")
+    bits("inca.ctrl.dtypes", {n: 1 << v for v, (n, _) in t["dtype"].items()}, 16, "other")
+    bits("inca.ctrl.ops", {n: 1 << v for v, n in t["op"].items()}, 16, "other")
+
+    for name in ("version", "type", "dtype", "op", "job", "rank", "token", "slot", "flags",
+                 "exp", "seq", "offset", "count", "reason", "bitmap", "ctrl.ver_min",
+                 "ctrl.ver_max", "ctrl.dtypes", "ctrl.ops", "ctrl.max_elems",
+                 "ctrl.nworkers", "ctrl.pool_size", "ctrl.window", "ctrl.caps",
+                 "ctrl.hb_ms", "ctrl.evict_ms", "ctrl.pool_base", "ctrl.reserved",
+                 "payload", "elem.int32", "elem.fp32", "elem.fp16", "elem.bf16"):
+        if "inca." + name not in fields:
+            fail("field inca.%s is missing" % name)
+    if fields.get("inca.exp", ("",))[0] != "FT_INT8":
+        fail("inca.exp is %s, not a signed 8-bit field" % (fields.get("inca.exp"),))
+
+    prefs = run([tshark, "-G", "defaultprefs", "-X", "lua_script:" + lua], env)
+    if "#inca.udp_port: %d" % t["const"]["UDP_PORT"] not in prefs:
+        fail("default of inca.udp_port is not INCA_UDP_PORT %d" % t["const"]["UDP_PORT"])
+
+
+def load_expect(path):
+    frames = []
+    with open(path) as f:
+        for line in f:
+            frames.append(dict(kv.split("=", 1) for kv in line.rstrip("\n").split("\t")))
+    return frames
+
+
+def packets(pdml):
+    """Per packet: the list of (name, show, showname) of every field, nested."""
+    out = []
+    root = ET.fromstring(pdml)
+    for pkt in root.iter("packet"):
+        fl = []
+        for el in pkt.iter():
+            if el.tag in ("field", "proto"):
+                fl.append((el.get("name", ""), el.get("show", ""), el.get("showname", "")))
+        out.append(fl)
+    return out
+
+
+def check_frame(i, e, fl, info, t):
+    """Frame i (1-based): expectation e, pdml fields fl, Info column."""
+    where = "frame %d" % i
+    for name, show, showname in fl:
+        if "Lua Error" in showname or "Lua Error" in show:
+            fail("%s: %s" % (where, showname or show))
+    names = [f[0] for f in fl]
+    if "inca" not in names:
+        fail("%s: not decoded as INCA" % where)
+        return
+    first = {}
+    for name, show, showname in fl:
+        first.setdefault(name, (show, showname))
+    snap = e["snap"] != "0"
+
+    for key, val in e.items():
+        if not key.startswith("inca."):
+            continue
+        if key not in first:
+            if not snap:
+                fail("%s: field %s missing" % (where, key))
+            continue
+        try:
+            got = int(first[key][0], 0)
+        except ValueError:
+            fail("%s: %s shows %r" % (where, key, first[key][0]))
+            continue
+        if got != int(val):
+            fail("%s: %s = %d, encoded %s" % (where, key, got, val))
+
+    if "inca.flags" in e and "inca.flags" in first:
+        flags = int(e["inca.flags"])
+        for name, mask in t["flag"].items():
+            fld = "inca.flags." + name.lower()
+            want = "1" if flags & mask else "0"
+            if first.get(fld, ("",))[0] != want:
+                fail("%s: %s = %r, flags 0x%02x" % (where, fld, first.get(fld), flags))
+
+    typ = int(e.get("inca.type", "0"))
+    errors = [x for x in e["errors"].split(",") if x]
+    if "inca.type" in first and e.get("inca.version") == "1" and typ in t["type"]:
+        desc = t["type"][typ][1]
+        if not first.get("inca.type", ("", ""))[1].endswith(", " + desc):
+            fail("%s: type shown as %r, want the description %r" %
+                 (where, first.get("inca.type"), desc))
+        reason = int(e.get("inca.reason", "0"))
+        if typ == 11 and reason in t["reason"] and reason != 0:
+            desc = t["reason"][reason][1]
+            if not first.get("inca.reason", ("", ""))[1].endswith(", " + desc):
+                fail("%s: reason shown as %r, want %r" % (where, first.get("inca.reason"), desc))
+            if "inca.nack" not in names:
+                fail("%s: NACK without its expert note" % where)
+
+    # Elements: the first SHOWN of them, with their values (and bits).
+    if "elems" in e:
+        dname = t["dtype"][int(e["inca.dtype"])][0]
+        size = t["dtype"][int(e["inca.dtype"])][1]
+        total = (int(e["len"]) - 32) // size
+        got = [(s, sn) for n, s, sn in fl if n == "inca.elem." + dname]
+        vals = e["elems"].split(",") if e["elems"] else []
+        bitl = e["bits"].split(",") if e.get("bits") else []
+        nshow = min(total, SHOWN)
+        if len(got) != nshow and not snap:
+            fail("%s: %d elements shown, want %d" % (where, len(got), nshow))
+        for k, (show, showname) in enumerate(got[:nshow]):
+            want = "[%d] %s" % (k, vals[k])
+            if bitl:
+                want += " (%s)" % bitl[k]
+            if showname != want:
+                fail("%s: element %d shown as %r, want %r" % (where, k, showname, want))
+        hidden = first.get("inca.payload.not_shown")
+        if total > SHOWN and not snap:
+            if hidden is None or int(hidden[0]) != total - SHOWN:
+                fail("%s: not_shown %s, want %d" % (where, hidden, total - SHOWN))
+        elif total <= SHOWN and hidden is not None:
+            fail("%s: not_shown present with %d elements" % (where, total))
+
+    # Malformed: the dissector's reasons, in order, from the Info column;
+    # the expert items must be the same set, with wire.h's descriptions.
+    got_errs = []
+    if "[malformed: " in info:
+        got_errs = info.split("[malformed: ", 1)[1].rstrip("]").split(",")
+    experts = {n[len("inca.err."):].upper(): sn for n, _, sn in fl
+               if n.startswith("inca.err.")}
+    if set(experts) != set(got_errs):
+        fail("%s: expert items %s, Info lists %s" % (where, sorted(experts), got_errs))
+    for name, showname in experts.items():
+        desc = t["wireerr"].get(name)
+        if desc is None or not showname.startswith(desc):
+            fail("%s: expert %s says %r, wire.h says %r" % (where, name, showname, desc))
+    if not errors:
+        if got_errs:
+            fail("%s: codec accepts it, the dissector flags %s" % (where, got_errs))
+    elif not got_errs or got_errs[0] != errors[0]:
+        fail("%s: codec rejects it as %s, the dissector flags %s" %
+             (where, errors[0], got_errs))
+    elif e["fuzz"] == "0" and got_errs != errors:
+        fail("%s: broken in one way (%s), the dissector flags %s" %
+             (where, errors[0], got_errs))
+
+    # Info column of well-formed messages.
+    if not errors and not snap and "inca.type" in e:
+        tname = t["type"][typ][0]
+        want = "%s job=%s rank=%s" % (tname, e["inca.job"], e["inca.rank"])
+        if typ in (1, 2):
+            want += " slot=%s set=%d seq=%s n=%s %s %s" % (
+                e["inca.slot"], int(e["inca.flags"]) & 1, e["inca.seq"], e["inca.count"],
+                t["dtype"][int(e["inca.dtype"])][0], t["op"][int(e["inca.op"])])
+        if typ == 11:
+            want += " reason=" + t["reason"][int(e["inca.reason"])][0]
+        if not info.startswith(want):
+            fail("%s: Info %r, want it to start with %r" % (where, info, want))
+        if typ in (1, 2) and int(e["inca.flags"]) & t["flag"]["RETX"] and \
+                "inca.retx" not in names:
+            fail("%s: RETX without its expert note" % where)
+
+
+def decoded(tshark, cap, args, env):
+    """Frame number -> (protocols, not_shown, elements) with the given options."""
+    out = run([tshark, "-X", "lua_script:" + LUA, "-r", cap] + args +
+              ["-T", "fields", "-E", "separator=/t", "-e", "frame.number",
+               "-e", "frame.protocols", "-e", "inca.elem.fp16", "-e", "inca.elem.int32",
+               "-e", "inca.payload.not_shown"], env)
+    res = {}
+    for line in out.splitlines():
+        f = line.split("\t")
+        elems = [x for x in (f[2] + "," + f[3]).split(",") if x]
+        res[int(f[0])] = (f[1].split(":"), f[4], elems)
+    return res
+
+
+def main():
+    global LUA
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    gen, LUA = sys.argv[1], os.path.abspath(sys.argv[2])
+    tshark = shutil.which("tshark")
+    if tshark is None:
+        print("SKIP: tshark is not installed (tools/install-deps installs it)")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="inca-wireshark-")
+    try:
+        # A private home: no personal preferences or plugins (a copy of
+        # inca.lua installed there would register the protocol twice).
+        env = dict(os.environ, HOME=tmp, XDG_CONFIG_HOME=os.path.join(tmp, ".config"))
+        env.pop("WIRESHARK_CONFIG_DIR", None)
+        t = load_tables(gen)
+        check_tables(t, tshark, LUA, env)
+        if not all(k in t["wireerr"] for k in ("SHORT", "BFP_DTYPE")):
+            fail("inca_pcap_gen lists no message-level wire errors")
+
+        cap = os.path.join(tmp, "inca.pcap")
+        exp = os.path.join(tmp, "inca.expect")
+        seed = os.environ.get("INCA_WIRESHARK_SEED", "0x1c4a2026")
+        if subprocess.run([gen, "pcap", cap, exp, seed], check=False).returncode != 0:
+            fail("inca_pcap_gen could not write the capture")
+            return 1
+        frames = load_expect(exp)
+        print("capture: %d frames (seed %s)" % (len(frames), seed))
+
+        pdml = run([tshark, "-X", "lua_script:" + LUA, "-r", cap, "-T", "pdml"], env)
+        pk = packets(pdml)
+        infos = {}
+        out = run([tshark, "-X", "lua_script:" + LUA, "-r", cap, "-T", "fields",
+                   "-E", "separator=/t", "-e", "frame.number", "-e", "_ws.col.Info"], env)
+        for line in out.splitlines():
+            n, _, info = line.partition("\t")
+            infos[int(n)] = info
+        if len(pk) != len(frames):
+            fail("tshark read %d packets, %d were written" % (len(pk), len(frames)))
+
+        # Default preferences: the INCA port and the heuristic elsewhere.
+        covered = set()
+        for i, (e, fl) in enumerate(zip(frames, pk), 1):
+            port = int(e["port"])
+            valid = e["inca"] == "1" and e["errors"] == ""
+            has = any(f[0] == "inca" for f in fl)
+            if port == t["const"]["UDP_PORT"]:
+                check_frame(i, e, fl, infos.get(i, ""), t)
+                if e["fuzz"] == "0" and e["errors"]:
+                    covered.add(e["errors"])
+            elif has != valid:
+                fail("frame %d (port %d): INCA %s by the heuristic, want %s" %
+                     (i, port, "claimed" if has else "not claimed", valid))
+            elif has:
+                check_frame(i, e, fl, infos.get(i, ""), t)
+        missing = set(t["wireerr"]) - covered
+        if missing:
+            fail("no malformed frame for the wire errors %s" % sorted(missing))
+
+        # Without the heuristic, and with every element shown.
+        res = decoded(tshark, cap, ["-o", "inca.heuristic:FALSE", "-o", "inca.max_shown:0"],
+                      env)
+        for i, e in enumerate(frames, 1):
+            protos, hidden, elems = res.get(i, ([], "", []))
+            want = int(e["port"]) == t["const"]["UDP_PORT"]
+            if ("inca" in protos) != want:
+                fail("frame %d: INCA %s without the heuristic" %
+                     (i, "decoded" if not want else "not decoded"))
+            if want and e["errors"] == "" and e["snap"] == "0" and \
+                    e.get("inca.dtype") in ("0", "2") and e.get("inca.type") in ("1", "2"):
+                if len(elems) != int(e["inca.count"]) or hidden:
+                    fail("frame %d: max_shown 0 shows %d of %s elements" %
+                         (i, len(elems), e["inca.count"]))
+
+        # The port preference moves the dissector.
+        res = decoded(tshark, cap, ["-o", "inca.heuristic:FALSE",
+                                    "-o", "inca.udp_port:%d" % OTHER_PORT], env)
+        for i, e in enumerate(frames, 1):
+            want = int(e["port"]) == OTHER_PORT
+            if ("inca" in res.get(i, ([],))[0]) != want:
+                fail("frame %d (port %s): inca.udp_port:%d %s it" %
+                     (i, e["port"], OTHER_PORT, "missed" if want else "decoded"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    if failures:
+        print("%d failures" % len(failures))
+        return 1
+    print("ok: tables match wire.h; %d frames decoded as encoded" % len(frames))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

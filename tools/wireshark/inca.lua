@@ -1,0 +1,737 @@
+-- SPDX-License-Identifier: BSD-3-Clause
+-- Copyright (c) 2026 The INCA authors
+--
+-- Wireshark / tshark dissector for the INCA protocol, version 1.
+--
+-- docs/protocol.md is the specification and lib/include/inca/wire.h its C
+-- definition. The tables below repeat wire.h's X-macros; tests/wireshark/
+-- compares them (through "tshark -G values" and "-G fields") with the
+-- tables compiled from wire.h, so an edit to one without the other fails
+-- the test suite. The checks that raise expert info follow the message
+-- checks of the spec's "Validation" section; the test feeds this dissector
+-- one frame per check and expects the reason inca_msg_decode() gives.
+--
+-- Use: tshark -X lua_script:tools/wireshark/inca.lua ..., or copy this file
+-- to ~/.local/lib/wireshark/plugins/ (see tools/wireshark/README.md).
+
+local PROTO_VERSION = 1
+local UDP_PORT = 18766
+local HDR_LEN = 32
+local CTRL_LEN = 32
+local MAX_WORKERS = 32
+local MAX_ELEMS = 4096
+local MAX_PAYLOAD_BYTES = 8192
+
+-- INCA_MSG_TYPES: value = { name, description }.
+local MSG_TYPES = {
+	[1] = { "CONTRIB", "contribution of one chunk from a worker" },
+	[2] = { "RESULT", "aggregated chunk from the aggregator" },
+	[3] = { "HELLO", "capability query from a worker" },
+	[4] = { "CAPS", "capabilities of the aggregator" },
+	[5] = { "JOIN", "a worker joins a job" },
+	[6] = { "JOIN_ACK", "the aggregator admitted the worker" },
+	[7] = { "LEAVE", "a worker leaves a job" },
+	[8] = { "LEAVE_ACK", "the aggregator released the worker" },
+	[9] = { "HEARTBEAT", "liveness of a member" },
+	[10] = { "HEARTBEAT_ACK", "liveness answer of the aggregator" },
+	[11] = { "NACK", "a request was refused; reason in the header" },
+}
+local T_CONTRIB, T_RESULT, T_HELLO, T_CAPS = 1, 2, 3, 4
+local T_JOIN, T_JOIN_ACK, T_NACK = 5, 6, 11
+
+-- INCA_DTYPES: value = { name (as inca_dtype_name()), bytes per element }.
+local DTYPES = {
+	[0] = { "int32", 4 },
+	[1] = { "fp32", 4 },
+	[2] = { "fp16", 2 },
+	[3] = { "bf16", 2 },
+}
+local D_INT32 = 0
+
+-- INCA_OPS: value = name (as inca_op_name()).
+local OPS = {
+	[0] = "sum",
+	[1] = "min",
+	[2] = "max",
+}
+
+-- INCA_F_*: { name, mask, description }; INCA_F_MASK is their union.
+local FLAGS = {
+	{ "SET", 0x01, "shadow set 1 of the slot" },
+	{ "RETX", 0x02, "retransmission (CONTRIB) or replay (RESULT)" },
+	{ "LAST", 0x04, "last chunk of a collective" },
+	{ "BFP", 0x08, "int32 payload is block fixed point; exp is its exponent" },
+}
+local F_SET, F_RETX, F_LAST, F_BFP, F_MASK = 0x01, 0x02, 0x04, 0x08, 0x0f
+
+-- INCA_NACK_REASONS: value = { name, description }.
+local NACK_REASONS = {
+	[1] = { "BAD_VERSION", "protocol version not supported" },
+	[2] = { "UNKNOWN_JOB", "no such job on this aggregator" },
+	[3] = { "NOT_MEMBER", "sender is not an admitted member of the job" },
+	[4] = { "BAD_TOKEN", "job token does not match" },
+	[5] = { "QUOTA_EXHAUSTED", "tenant slot quota exhausted" },
+	[6] = { "NO_SLOTS", "aggregator slot memory exhausted" },
+	[7] = { "JOB_FULL", "job already has all its ranks" },
+	[8] = { "BAD_PARAMS", "job parameters do not match the job" },
+	[9] = { "UNSUPPORTED_DTYPE", "data type not supported" },
+	[10] = { "UNSUPPORTED_OP", "operation not supported" },
+	[11] = { "TOO_LARGE", "payload larger than negotiated" },
+	[12] = { "SHUTTING_DOWN", "aggregator is shutting down" },
+	[13] = { "EVICTED", "member was evicted (silent too long)" },
+	[14] = { "MEMBER_LOST", "the job lost a member; rejoin before contributing" },
+	[15] = { "RATE_LIMITED", "too many control messages from this source" },
+}
+
+-- INCA_CAP_*: { name, mask }; INCA_CAP_MASK is their union.
+local CAPS = {
+	{ "NATIVE_FLOAT", 0x0001 },
+	{ "BFP", 0x0002 },
+	{ "SEQ_CHECK", 0x0004 },
+}
+local CAP_MASK = 0x0007
+
+-- The message checks of INCA_WIRE_ERRORS (from SHORT on; the frame checks
+-- before it are Ethernet, IPv4 and UDP's, which Wireshark dissects itself).
+local WIRE_ERRORS = {
+	{ "SHORT", "message shorter than the INCA header" },
+	{ "VERSION", "unsupported protocol version" },
+	{ "TYPE", "unknown message type" },
+	{ "DTYPE", "unknown data type" },
+	{ "OP", "unknown operation" },
+	{ "FLAGS", "reserved flag bits set" },
+	{ "RANK", "rank beyond the largest job" },
+	{ "JOB", "job id 0 in a job message" },
+	{ "COUNT", "element count zero or above the limit" },
+	{ "LEN", "body length does not match the element count" },
+	{ "CTRL_LEN", "control body has the wrong length" },
+	{ "REASON", "NACK without a known reason, or reason in a non-NACK" },
+	{ "CTRL_FIELD", "control body field out of range" },
+	{ "BFP_DTYPE", "block fixed point flag on a non-int32 message" },
+}
+
+local inca = Proto("inca", "INCA In-Network Collective Aggregation")
+
+local function names_of(tbl)
+	local vs = {}
+	for v, e in pairs(tbl) do
+		vs[v] = type(e) == "table" and e[1] or e
+	end
+	return vs
+end
+
+-- INCA_NACK_NONE (0) is in the enum but not a reason a NACK may carry.
+local reason_names = names_of(NACK_REASONS)
+reason_names[0] = "NONE"
+
+local hf = {
+	version = ProtoField.uint8("inca.version", "Version", base.DEC),
+	type = ProtoField.uint8("inca.type", "Type", base.DEC, names_of(MSG_TYPES)),
+	dtype = ProtoField.uint8("inca.dtype", "Data type", base.DEC, names_of(DTYPES)),
+	op = ProtoField.uint8("inca.op", "Operation", base.DEC, names_of(OPS)),
+	job = ProtoField.uint16("inca.job", "Job", base.DEC),
+	rank = ProtoField.uint16("inca.rank", "Rank", base.DEC),
+	token = ProtoField.uint32("inca.token", "Token", base.HEX),
+	slot = ProtoField.uint16("inca.slot", "Slot", base.DEC),
+	flags = ProtoField.uint8("inca.flags", "Flags", base.HEX),
+	flags_reserved = ProtoField.uint8("inca.flags.reserved", "Reserved flags", base.HEX,
+					  nil, 0xff - F_MASK),
+	exp = ProtoField.int8("inca.exp", "Exponent", base.DEC),
+	seq = ProtoField.uint32("inca.seq", "Sequence number", base.DEC),
+	offset = ProtoField.uint32("inca.offset", "Element offset", base.DEC),
+	count = ProtoField.uint16("inca.count", "Element count", base.DEC),
+	reason = ProtoField.uint16("inca.reason", "Reason", base.DEC, reason_names),
+	bitmap = ProtoField.uint32("inca.bitmap", "Contributor bitmap", base.HEX),
+	contributors = ProtoField.uint8("inca.bitmap.contributors", "Contributors",
+					base.DEC),
+
+	ctrl = ProtoField.bytes("inca.ctrl", "Control body"),
+	ver_min = ProtoField.uint8("inca.ctrl.ver_min", "Lowest version", base.DEC),
+	ver_max = ProtoField.uint8("inca.ctrl.ver_max", "Highest version", base.DEC),
+	dtypes = ProtoField.uint16("inca.ctrl.dtypes", "Data types", base.HEX),
+	ops = ProtoField.uint16("inca.ctrl.ops", "Operations", base.HEX),
+	max_elems = ProtoField.uint16("inca.ctrl.max_elems", "Max elements", base.DEC),
+	nworkers = ProtoField.uint16("inca.ctrl.nworkers", "Workers", base.DEC),
+	pool_size = ProtoField.uint16("inca.ctrl.pool_size", "Pool size", base.DEC),
+	window = ProtoField.uint16("inca.ctrl.window", "Window", base.DEC),
+	caps = ProtoField.uint16("inca.ctrl.caps", "Capabilities", base.HEX),
+	caps_reserved = ProtoField.uint16("inca.ctrl.caps.reserved", "Reserved capability bits",
+					  base.HEX, nil, 0xffff - CAP_MASK),
+	hb_ms = ProtoField.uint32("inca.ctrl.hb_ms", "Heartbeat interval (ms)", base.DEC),
+	evict_ms = ProtoField.uint32("inca.ctrl.evict_ms", "Eviction timeout (ms)", base.DEC),
+	pool_base = ProtoField.uint32("inca.ctrl.pool_base", "Pool base", base.DEC),
+	ctrl_reserved = ProtoField.uint32("inca.ctrl.reserved", "Reserved", base.HEX),
+
+	payload = ProtoField.bytes("inca.payload", "Payload"),
+	elems_hidden = ProtoField.uint32("inca.payload.not_shown", "Elements not shown",
+					 base.DEC),
+	trailing = ProtoField.bytes("inca.trailing", "Trailing bytes"),
+	undecoded = ProtoField.bytes("inca.undecoded", "Undecoded bytes"),
+}
+
+-- One boolean field per flag, data type bit, operation bit and capability.
+local flag_hf, dtype_bit_hf, op_bit_hf, cap_hf = {}, {}, {}, {}
+for i, f in ipairs(FLAGS) do
+	flag_hf[i] = ProtoField.bool("inca.flags." .. f[1]:lower(), f[1], 8, nil, f[2], f[3])
+	hf["flag_" .. f[1]] = flag_hf[i]
+end
+local dtype_mask, op_mask = 0, 0
+for v = 0, 15 do
+	if DTYPES[v] then
+		dtype_bit_hf[v] = ProtoField.bool("inca.ctrl.dtypes." .. DTYPES[v][1],
+						  DTYPES[v][1], 16, nil, 2 ^ v)
+		hf["dtype_bit_" .. v] = dtype_bit_hf[v]
+		dtype_mask = dtype_mask + 2 ^ v
+	end
+	if OPS[v] then
+		op_bit_hf[v] = ProtoField.bool("inca.ctrl.ops." .. OPS[v], OPS[v], 16, nil, 2 ^ v)
+		hf["op_bit_" .. v] = op_bit_hf[v]
+		op_mask = op_mask + 2 ^ v
+	end
+end
+for i, c in ipairs(CAPS) do
+	cap_hf[i] = ProtoField.bool("inca.ctrl.caps." .. c[1]:lower(), c[1], 16, nil, c[2])
+	hf["cap_" .. c[1]] = cap_hf[i]
+end
+hf.dtypes_other = ProtoField.uint16("inca.ctrl.dtypes.other", "Other data type bits",
+				    base.HEX, nil, 0xffff - dtype_mask)
+hf.ops_other = ProtoField.uint16("inca.ctrl.ops.other", "Other operation bits",
+				 base.HEX, nil, 0xffff - op_mask)
+
+-- Elements, one field per data type so that filters compare numbers.
+local elem_hf = {
+	[0] = ProtoField.int32("inca.elem.int32", "Element", base.DEC),
+	[1] = ProtoField.float("inca.elem.fp32", "Element"),
+	[2] = ProtoField.float("inca.elem.fp16", "Element"),
+	[3] = ProtoField.float("inca.elem.bf16", "Element"),
+}
+for v, f in pairs(elem_hf) do
+	hf["elem_" .. v] = f
+end
+
+local fields = {}
+for _, f in pairs(hf) do
+	fields[#fields + 1] = f
+end
+inca.fields = fields
+
+-- Expert info: one per message check, named inca.err.<reason in lower case>.
+local ef = {}
+local experts = {}
+for _, e in ipairs(WIRE_ERRORS) do
+	ef[e[1]] = ProtoExpert.new("inca.err." .. e[1]:lower(), e[2], expert.group.MALFORMED,
+				   expert.severity.ERROR)
+	experts[#experts + 1] = ef[e[1]]
+end
+ef.nack = ProtoExpert.new("inca.nack", "NACK", expert.group.RESPONSE_CODE,
+			  expert.severity.NOTE)
+ef.retx = ProtoExpert.new("inca.retx", "Retransmission or replay", expert.group.SEQUENCE,
+			  expert.severity.CHAT)
+experts[#experts + 1] = ef.nack
+experts[#experts + 1] = ef.retx
+inca.experts = experts
+
+inca.prefs.udp_port = Pref.uint("UDP port", UDP_PORT,
+				"UDP port of the aggregator (incad's udp_port; default 18766)")
+-- Wireshark applies --disable-heuristic and heuristic_protos before Lua
+-- scripts register, so this dissector's heuristic has its own switch.
+inca.prefs.heuristic = Pref.bool("Heuristic on other ports", true,
+				 "Recognize well-formed INCA v1 messages on any UDP port")
+inca.prefs.max_shown = Pref.uint("Elements shown", 16,
+				 "How many payload elements to show per message (0: all)")
+
+-- The header's fields in order: { hf key, offset, size }.
+local HDR_FIELDS = {
+	{ "version", 0, 1 }, { "type", 1, 1 }, { "dtype", 2, 1 }, { "op", 3, 1 },
+	{ "job", 4, 2 }, { "rank", 6, 2 }, { "token", 8, 4 }, { "slot", 12, 2 },
+	{ "flags", 14, 1 }, { "exp", 15, 1 }, { "seq", 16, 4 }, { "offset", 20, 4 },
+	{ "count", 24, 2 }, { "reason", 26, 2 }, { "bitmap", 28, 4 },
+}
+
+local function is_data(t)
+	return t == T_CONTRIB or t == T_RESULT
+end
+
+-- 16-bit floats to Lua numbers by arithmetic, so that no bit library is needed.
+local function fp16_value(h)
+	local neg = h >= 0x8000
+	local e = math.floor(h / 1024) % 32
+	local m = h % 1024
+	local v
+	if e == 0 then
+		v = m * 2 ^ -24
+	elseif e == 31 then
+		if m ~= 0 then
+			return 0 / 0
+		end
+		v = math.huge
+	else
+		v = (1024 + m) * 2 ^ (e - 25)
+	end
+	return neg and -v or v
+end
+
+local function bf16_value(b)
+	local neg = b >= 0x8000
+	local e = math.floor(b / 128) % 256
+	local m = b % 128
+	local v
+	if e == 0 then
+		v = m * 2 ^ -133
+	elseif e == 255 then
+		if m ~= 0 then
+			return 0 / 0
+		end
+		v = math.huge
+	else
+		v = (128 + m) * 2 ^ (e - 134)
+	end
+	return neg and -v or v
+end
+
+local function fmt_float(v)
+	if v ~= v then
+		return "NaN"
+	elseif v == math.huge then
+		return "inf"
+	elseif v == -math.huge then
+		return "-inf"
+	elseif v == 0 and 1 / v < 0 then
+		return "-0"
+	end
+	return string.format("%.9g", v)
+end
+
+local function flag_names(flags)
+	local s = {}
+	for _, f in ipairs(FLAGS) do
+		if math.floor(flags / f[2]) % 2 == 1 then
+			s[#s + 1] = f[1]
+		end
+	end
+	return s
+end
+
+local function bitmap_ranks(bm)
+	local s, n = {}, 0
+	for r = 0, 31 do
+		if math.floor(bm / 2 ^ r) % 2 == 1 then
+			s[#s + 1] = tostring(r)
+			n = n + 1
+		end
+	end
+	return table.concat(s, ","), n
+end
+
+-- The payload of a data message: count elements of dtype, the first
+-- max_shown of them as items.
+local function dissect_payload(tvb, tree, h, body_len)
+	local size = DTYPES[h.dtype][2]
+	local cap = tvb:len()
+	if body_len == 0 then
+		return
+	end
+	local avail = math.min(body_len, cap - HDR_LEN)
+	local pt = tree:add(hf.payload, tvb(HDR_LEN, avail))
+	pt:set_text(string.format("Payload: %d bytes, %d x %s", body_len,
+				  math.floor(body_len / size), DTYPES[h.dtype][1]))
+	local n = math.floor(body_len / size)
+	local shown = n
+	local max = inca.prefs.max_shown
+	if max > 0 and shown > max then
+		shown = max
+	end
+	local f = elem_hf[h.dtype]
+	for i = 0, shown - 1 do
+		local off = HDR_LEN + i * size
+		if off + size > cap then
+			-- The capture was cut (snaplen): no more bytes to show.
+			shown = i
+			break
+		end
+		local r = tvb(off, size)
+		if h.dtype == D_INT32 then
+			pt:add(f, r, r:int(), string.format("[%d] %d", i, r:int()))
+		elseif h.dtype == 1 then
+			local v = r:float()
+			local bits = r:uint()
+			pt:add(f, r, v, string.format("[%d] %s (0x%08x)", i, fmt_float(v), bits))
+		else
+			local bits = r:uint()
+			local v = h.dtype == 2 and fp16_value(bits) or bf16_value(bits)
+			pt:add(f, r, v, string.format("[%d] %s (0x%04x)", i, fmt_float(v), bits))
+		end
+	end
+	if shown < n then
+		local it = pt:add(hf.elems_hidden, n - shown)
+		it:set_generated()
+		it:set_text(string.format("[%d more elements not shown; %d in all]", n - shown, n))
+	end
+	if body_len > n * size and cap > HDR_LEN + n * size then
+		pt:add(hf.trailing, tvb(HDR_LEN + n * size, math.min(cap, HDR_LEN + body_len) -
+			HDR_LEN - n * size))
+	end
+end
+
+-- The control body (32 bytes at HDR_LEN; the caller checked they are there).
+-- Returns the decoded values; with check (a body of the right length, as a
+-- receiver would check it) marks the fields out of range (CTRL_FIELD).
+local function dissect_ctrl(tvb, tree, h, check)
+	local ct = tree:add(hf.ctrl, tvb(HDR_LEN, CTRL_LEN))
+	ct:set_text("Control body")
+	local c = {}
+	local function add(key, off, size)
+		local r = tvb(HDR_LEN + off, size)
+		c[key] = r:uint()
+		return ct:add(hf[key], r), r
+	end
+	local bad = {}
+	local vmin_it = add("ver_min", 0, 1)
+	local vmax_it = add("ver_max", 1, 1)
+	local dt_it, dt_r = add("dtypes", 2, 2)
+	for v = 0, 15 do
+		if dtype_bit_hf[v] then
+			dt_it:add(dtype_bit_hf[v], dt_r)
+		end
+	end
+	dt_it:add(hf.dtypes_other, dt_r)
+	local op_it, op_r = add("ops", 4, 2)
+	for v = 0, 15 do
+		if op_bit_hf[v] then
+			op_it:add(op_bit_hf[v], op_r)
+		end
+	end
+	op_it:add(hf.ops_other, op_r)
+	local me_it = add("max_elems", 6, 2)
+	local nw_it = add("nworkers", 8, 2)
+	local ps_it = add("pool_size", 10, 2)
+	local win_it = add("window", 12, 2)
+	local caps_it, caps_r = add("caps", 14, 2)
+	for _, f in ipairs(cap_hf) do
+		caps_it:add(f, caps_r)
+	end
+	local capres_it = caps_it:add(hf.caps_reserved, caps_r)
+	add("hb_ms", 16, 4)
+	add("evict_ms", 20, 4)
+	add("pool_base", 24, 4)
+	add("ctrl_reserved", 28, 4)
+
+	if c.ver_min > c.ver_max then
+		bad[#bad + 1] = { vmin_it, "ver_min above ver_max" }
+	end
+	if c.nworkers > MAX_WORKERS then
+		bad[#bad + 1] = { nw_it, "nworkers above " .. MAX_WORKERS }
+	end
+	if h.type == T_JOIN and c.nworkers == 0 then
+		bad[#bad + 1] = { nw_it, "nworkers 0 in a JOIN" }
+	end
+	if c.window ~= 0 and c.pool_size ~= 0 and c.window > c.pool_size then
+		bad[#bad + 1] = { win_it, "window above pool_size" }
+	end
+	if c.max_elems > MAX_ELEMS then
+		bad[#bad + 1] = { me_it, "max_elems above " .. MAX_ELEMS }
+	end
+	if c.caps % 65536 - c.caps % (CAP_MASK + 1) ~= 0 then
+		bad[#bad + 1] = { capres_it, "unknown capability bits" }
+	end
+	if not check then
+		return c, false
+	end
+	for _, b in ipairs(bad) do
+		b[1]:add_proto_expert_info(ef.CTRL_FIELD, WIRE_ERRORS[13][2] .. ": " .. b[2])
+	end
+	return c, #bad > 0
+end
+
+local function err_text(name, detail)
+	for _, e in ipairs(WIRE_ERRORS) do
+		if e[1] == name then
+			return detail and (e[2] .. ": " .. detail) or e[2]
+		end
+	end
+	return name
+end
+
+-- Dissects one INCA message (a whole UDP payload). Never raises: every
+-- length is checked before a read, and what cannot be parsed is shown as
+-- bytes with expert info.
+local function dissect(tvb, pinfo, tree)
+	local cap = tvb:len()
+	local len = tvb:reported_len()
+	pinfo.cols.protocol = "INCA"
+	local t = tree:add(inca, tvb())
+	local items = {}
+	local errs = {}
+	local function flag_err(name, item, detail)
+		local target = item or t
+		errs[#errs + 1] = name
+		target:add_proto_expert_info(ef[name], err_text(name, detail))
+	end
+
+	if len < HDR_LEN then
+		for _, f in ipairs(HDR_FIELDS) do
+			if f[2] + f[3] <= cap then
+				t:add(hf[f[1]], tvb(f[2], f[3]))
+			end
+		end
+		flag_err("SHORT", t, string.format("%d bytes", len))
+		pinfo.cols.info = string.format("INCA short message (%d bytes) [malformed: SHORT]",
+						len)
+		t:append_text(", short message")
+		return cap
+	end
+	if cap < HDR_LEN then
+		-- The header itself was cut by the capture's snaplen.
+		t:append_text(", header not captured")
+		pinfo.cols.info = "INCA [header not captured]"
+		return cap
+	end
+
+	local h = {}
+	for _, f in ipairs(HDR_FIELDS) do
+		local r = tvb(f[2], f[3])
+		h[f[1]] = f[1] == "exp" and r:int() or r:uint()
+	end
+	local tname = MSG_TYPES[h.type] and MSG_TYPES[h.type][1] or
+		string.format("type %d", h.type)
+	items.version = t:add(hf.version, tvb(0, 1))
+	items.type = t:add(hf.type, tvb(1, 1))
+	if MSG_TYPES[h.type] then
+		items.type:append_text(", " .. MSG_TYPES[h.type][2])
+	end
+
+	if h.version ~= PROTO_VERSION then
+		-- Every version keeps version and type at offsets 0 and 1; the
+		-- rest is not this version's to interpret.
+		flag_err("VERSION", items.version, string.format("version %d", h.version))
+		t:add(hf.undecoded, tvb(2, cap - 2))
+		t:append_text(string.format(", version %d", h.version))
+		pinfo.cols.info = string.format("INCA version %d %s [malformed: VERSION]",
+						h.version, tname)
+		return cap
+	end
+
+	for i = 3, #HDR_FIELDS do
+		local f = HDR_FIELDS[i]
+		items[f[1]] = t:add(hf[f[1]], tvb(f[2], f[3]))
+	end
+	local fl = items.flags
+	for _, f in ipairs(flag_hf) do
+		fl:add(f, tvb(14, 1))
+	end
+	fl:add(hf.flags_reserved, tvb(14, 1))
+	local fnames = flag_names(h.flags)
+	if #fnames > 0 then
+		fl:append_text(" (" .. table.concat(fnames, ", ") .. ")")
+	end
+	if h.type == T_NACK and NACK_REASONS[h.reason] then
+		items.reason:append_text(", " .. NACK_REASONS[h.reason][2])
+	end
+	if h.bitmap ~= 0 then
+		local ranks, n = bitmap_ranks(h.bitmap)
+		items.bitmap:append_text(" (ranks " .. ranks .. ")")
+		local it = items.bitmap:add(hf.contributors, n)
+		it:set_generated()
+	end
+
+	local body_len = len - HDR_LEN
+	local data = is_data(h.type)
+	local dsize = DTYPES[h.dtype] and DTYPES[h.dtype][2]
+
+	-- The message checks, in the order of the spec's table. Unlike a
+	-- receiver, which stops at the first, every failing check is shown.
+	if not MSG_TYPES[h.type] then
+		flag_err("TYPE", items.type, string.format("type %d", h.type))
+	end
+	if not dsize then
+		flag_err("DTYPE", items.dtype, string.format("dtype %d", h.dtype))
+	end
+	if not OPS[h.op] then
+		flag_err("OP", items.op, string.format("op %d", h.op))
+	end
+	if h.flags >= 0x10 then
+		flag_err("FLAGS", items.flags, string.format("0x%02x", h.flags - h.flags % 0x10))
+	end
+	if h.rank >= MAX_WORKERS then
+		flag_err("RANK", items.rank, string.format("rank %d", h.rank))
+	end
+	if h.job == 0 and MSG_TYPES[h.type] and h.type ~= T_HELLO and h.type ~= T_CAPS then
+		flag_err("JOB", items.job)
+	end
+	local ctrl_ok = false
+	if data and dsize then
+		if h.count == 0 or h.count > MAX_ELEMS or h.count * dsize > MAX_PAYLOAD_BYTES then
+			flag_err("COUNT", items.count, string.format("%d elements of %d bytes",
+								     h.count, dsize))
+		end
+		if body_len ~= h.count * dsize then
+			flag_err("LEN", t, string.format("body is %d bytes, count x size is %d",
+							 body_len, h.count * dsize))
+		end
+	elseif MSG_TYPES[h.type] and not data then
+		if h.count ~= 0 then
+			flag_err("COUNT", items.count, "not 0 in a control message")
+		end
+		local needs_body = h.type == T_HELLO or h.type == T_CAPS or h.type == T_JOIN or
+			h.type == T_JOIN_ACK
+		if body_len == CTRL_LEN then
+			ctrl_ok = true
+		elseif needs_body or body_len ~= 0 then
+			flag_err("CTRL_LEN", t, string.format("%d bytes, not %s", body_len,
+				needs_body and tostring(CTRL_LEN) or "0 or " .. CTRL_LEN))
+		end
+	end
+	if MSG_TYPES[h.type] then
+		if h.type == T_NACK then
+			if not NACK_REASONS[h.reason] then
+				flag_err("REASON", items.reason,
+					 string.format("reason %d in a NACK", h.reason))
+			end
+		elseif h.reason ~= 0 then
+			flag_err("REASON", items.reason,
+				 string.format("reason %d in a %s", h.reason, tname))
+		end
+	end
+
+	-- The body.
+	local c
+	if data and dsize then
+		dissect_payload(tvb, t, h, body_len)
+	elseif body_len > 0 and cap > HDR_LEN then
+		if MSG_TYPES[h.type] and body_len >= CTRL_LEN and cap >= HDR_LEN + CTRL_LEN then
+			local bad
+			c, bad = dissect_ctrl(tvb, t, h, ctrl_ok)
+			if bad then
+				errs[#errs + 1] = "CTRL_FIELD"
+			end
+			local rest = cap - HDR_LEN - CTRL_LEN
+			if rest > 0 then
+				t:add(hf.trailing, tvb(HDR_LEN + CTRL_LEN, rest))
+			end
+		else
+			t:add(hf.undecoded, tvb(HDR_LEN, cap - HDR_LEN))
+		end
+	end
+
+	if math.floor(h.flags / F_BFP) % 2 == 1 and dsize and h.dtype ~= D_INT32 then
+		flag_err("BFP_DTYPE", items.flags, DTYPES[h.dtype][1] .. " message")
+	end
+
+	if h.type == T_NACK and NACK_REASONS[h.reason] then
+		t:add_proto_expert_info(ef.nack, string.format("NACK %s: %s",
+			NACK_REASONS[h.reason][1], NACK_REASONS[h.reason][2]))
+	end
+	if data and math.floor(h.flags / F_RETX) % 2 == 1 then
+		t:add_proto_expert_info(ef.retx, h.type == T_CONTRIB and
+			"Retransmitted contribution" or "Replayed result")
+	end
+
+	-- Info column and tree summary.
+	local info
+	local set = h.flags % 2
+	if data then
+		info = string.format("%s job=%d rank=%d slot=%d set=%d seq=%u n=%d %s %s", tname,
+				     h.job, h.rank, h.slot, set, h.seq, h.count,
+				     DTYPES[h.dtype] and DTYPES[h.dtype][1] or "dtype?" .. h.dtype,
+				     OPS[h.op] or "op?" .. h.op)
+		if h.type == T_RESULT then
+			info = info .. string.format(" bitmap=0x%x", h.bitmap)
+		end
+		if math.floor(h.flags / F_BFP) % 2 == 1 then
+			info = info .. string.format(" exp=%d", h.exp)
+		end
+		for _, n in ipairs(fnames) do
+			if n ~= "SET" and n ~= "BFP" then
+				info = info .. " " .. n
+			end
+		end
+	else
+		info = string.format("%s job=%d rank=%d", tname, h.job, h.rank)
+		if h.type == T_NACK then
+			info = info .. " reason=" .. (NACK_REASONS[h.reason] and
+				NACK_REASONS[h.reason][1] or tostring(h.reason))
+		end
+		if c and (h.type == T_HELLO or h.type == T_CAPS) then
+			info = info .. string.format(" ver=%d-%d max_elems=%d",
+						     c.ver_min, c.ver_max, c.max_elems)
+		elseif c and (h.type == T_JOIN or h.type == T_JOIN_ACK) then
+			info = info .. string.format(" nworkers=%d pool=%d window=%d max_elems=%d",
+						     c.nworkers, c.pool_size, c.window,
+						     c.max_elems)
+		end
+	end
+	if #errs > 0 then
+		info = info .. " [malformed: " .. table.concat(errs, ",") .. "]"
+	end
+	pinfo.cols.info = info
+	t:append_text(", " .. info)
+	return cap
+end
+
+function inca.dissector(tvb, pinfo, tree)
+	return dissect(tvb, pinfo, tree)
+end
+
+-- Heuristic for INCA on other ports: only a well-formed version 1 message
+-- (the message checks short of the control body fields) is claimed, so
+-- that other UDP traffic is not mistaken for INCA.
+local function looks_like_inca(tvb)
+	local len = tvb:reported_len()
+	if len < HDR_LEN or tvb:len() < HDR_LEN then
+		return false
+	end
+	local t = tvb(1, 1):uint()
+	local d = DTYPES[tvb(2, 1):uint()]
+	local flags = tvb(14, 1):uint()
+	local job = tvb(4, 2):uint()
+	local count = tvb(24, 2):uint()
+	local reason = tvb(26, 2):uint()
+	if tvb(0, 1):uint() ~= PROTO_VERSION or not MSG_TYPES[t] or not d or
+	    not OPS[tvb(3, 1):uint()] or flags >= 0x10 or tvb(6, 2):uint() >= MAX_WORKERS then
+		return false
+	end
+	if job == 0 and t ~= T_HELLO and t ~= T_CAPS then
+		return false
+	end
+	if (t == T_NACK) ~= (reason ~= 0) or (t == T_NACK and not NACK_REASONS[reason]) then
+		return false
+	end
+	if is_data(t) then
+		return count > 0 and count <= MAX_ELEMS and count * d[2] <= MAX_PAYLOAD_BYTES and
+			len == HDR_LEN + count * d[2]
+	end
+	return count == 0 and (len == HDR_LEN + CTRL_LEN or
+		(len == HDR_LEN and t ~= T_HELLO and t ~= T_CAPS and t ~= T_JOIN and
+		 t ~= T_JOIN_ACK))
+end
+
+local function heuristic(tvb, pinfo, tree)
+	if not inca.prefs.heuristic or not looks_like_inca(tvb) then
+		return false
+	end
+	dissect(tvb, pinfo, tree)
+	return true
+end
+
+local udp_table = DissectorTable.get("udp.port")
+local current_port = 0
+
+local function set_port(port)
+	if port == current_port then
+		return
+	end
+	if current_port ~= 0 then
+		udp_table:remove(current_port, inca)
+	end
+	if port ~= 0 then
+		udp_table:add(port, inca)
+	end
+	current_port = port
+end
+
+function inca.prefs_changed()
+	set_port(inca.prefs.udp_port)
+end
+
+set_port(UDP_PORT)
+inca:register_heuristic("udp", heuristic)
