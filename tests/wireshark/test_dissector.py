@@ -3,7 +3,7 @@
 # Copyright (c) 2026 The INCA authors
 """Test of the Wireshark dissector tools/wireshark/inca.lua.
 
-usage: test_dissector.py INCA_PCAP_GEN INCA_LUA
+usage: test_dissector.py INCA_PCAP_GEN INCA_LUA [PROTOCOL_MD]
 
 1. The dissector's tables against wire.h: value strings (tshark -G values)
    and bit fields (tshark -G fields) against what inca_pcap_gen prints
@@ -16,12 +16,16 @@ usage: test_dissector.py INCA_PCAP_GEN INCA_LUA
    No frame may raise a Lua error.
 3. The preferences: the UDP port, the number of elements shown, and the
    heuristic dissector on other ports.
+4. With PROTOCOL_MD (docs/protocol.md): the worked examples of the spec,
+   decoded, show the values their "fields:" lines list (every other
+   header and control field 0).
 
 Exit status 0: pass, 1: fail, 77: skipped (tshark is not installed).
 """
 
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -280,6 +284,96 @@ def check_frame(i, e, fl, info, t):
             fail("%s: RETX without its expert note" % where)
 
 
+HDR_FIELDS = ("version", "type", "dtype", "op", "job", "rank", "token", "slot", "flags", "exp",
+              "seq", "offset", "count", "reason", "bitmap")
+CTRL_FIELDS = ("ver_min", "ver_max", "dtypes", "ops", "max_elems", "nworkers", "pool_size",
+               "window", "caps", "hb_ms", "evict_ms", "pool_base", "reserved")
+
+
+def spec_examples(path):
+    """The worked examples of docs/protocol.md: [(title, fields dict, frame bytes)]."""
+    out = []
+    title, fields, hexl = "", None, None
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("### "):
+                title = line[4:]
+            elif line.startswith("fields: "):
+                fields = dict(kv.split("=", 1) for kv in line[8:].split())
+            elif line == "```hex" and fields is not None:
+                hexl = []
+            elif line == "```" and hexl is not None:
+                out.append((title, fields, bytes.fromhex(" ".join(hexl))))
+                fields, hexl = None, None
+            elif hexl is not None:
+                hexl.append(line.split(":", 1)[1])
+    return out
+
+
+def check_spec(path, t, tshark, env, tmp):
+    examples = spec_examples(path)
+    if len(examples) < 6:
+        fail("%s: %d worked examples found, expected at least 6" % (path, len(examples)))
+    cap = os.path.join(tmp, "spec.pcap")
+    with open(cap, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+        for n, (_, _, frame) in enumerate(examples):
+            f.write(struct.pack("<IIII", n, 0, len(frame), len(frame)))
+            f.write(frame)
+    pk = packets(run([tshark, "-X", "lua_script:" + LUA, "-r", cap, "-T", "pdml"], env))
+    names = {
+        "type": {n: v for v, (n, _) in t["type"].items()},
+        "dtype": {n: v for v, (n, _) in t["dtype"].items()},
+        "op": {v: k for k, v in t["op"].items()},
+        "reason": {n: v for v, (n, _) in t["reason"].items()},
+    }
+    for (title, fields, _), fl in zip(examples, pk):
+        where = "spec example %r" % title
+        first = {}
+        for name, show, _ in fl:
+            first.setdefault(name, show)
+        if "inca" not in first:
+            fail("%s: not decoded as INCA" % where)
+            continue
+        for name, show, showname in fl:
+            if name.startswith("inca.err.") or "Lua Error" in showname:
+                fail("%s: %s" % (where, showname))
+        want = {"inca." + k: 0 for k in HDR_FIELDS}
+        want["inca.version"] = 1
+        if "ver_min" in fields:
+            want.update({"inca.ctrl." + k: 0 for k in CTRL_FIELDS})
+        elems = None
+        for k, v in fields.items():
+            if k in ("src", "dst"):
+                ip, port = v.rsplit(":", 1)
+                got = (first.get("ip." + k), first.get("udp.%sport" % k))
+                if got != (ip, port):
+                    fail("%s: %s is %s, the spec says %s" % (where, k, got, v))
+            elif k == "elems":
+                elems = v.split(",")
+            elif k in names:
+                want["inca." + k] = names[k][v]
+            elif k in CTRL_FIELDS:
+                want["inca.ctrl." + k] = int(v, 0)
+            else:
+                want["inca." + k] = int(v, 0)
+        if "inca.count" in want and elems is not None and want["inca.count"] != len(elems):
+            fail("%s: count %s but %d elements listed" % (where, want["inca.count"],
+                                                          len(elems)))
+        for k, v in want.items():
+            if k not in first:
+                fail("%s: no field %s" % (where, k))
+            elif int(first[k], 0) != v:
+                fail("%s: %s = %s, the spec says %d" % (where, k, first[k], v))
+        if elems is not None:
+            dname = t["dtype"][want["inca.dtype"]][0]
+            got = [s for n, s, _ in fl if n == "inca.elem." + dname]
+            if got != elems:
+                fail("%s: elements %s, the spec says %s" % (where, got, elems))
+    return len(examples)
+
+
 def decoded(tshark, cap, args, env):
     """Frame number -> (protocols, not_shown, elements) with the given options."""
     out = run([tshark, "-X", "lua_script:" + LUA, "-r", cap] + args +
@@ -296,10 +390,12 @@ def decoded(tshark, cap, args, env):
 
 def main():
     global LUA
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         print(__doc__)
         return 2
     gen, LUA = sys.argv[1], os.path.abspath(sys.argv[2])
+    spec = sys.argv[3] if len(sys.argv) == 4 else None
+    nspec = 0
     tshark = shutil.which("tshark")
     if tshark is None:
         print("SKIP: tshark is not installed (tools/install-deps installs it)")
@@ -377,13 +473,17 @@ def main():
             if ("inca" in res.get(i, ([],))[0]) != want:
                 fail("frame %d (port %s): inca.udp_port:%d %s it" %
                      (i, e["port"], OTHER_PORT, "missed" if want else "decoded"))
+
+        if spec:
+            nspec = check_spec(spec, t, tshark, env, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     if failures:
         print("%d failures" % len(failures))
         return 1
-    print("ok: tables match wire.h; %d frames decoded as encoded" % len(frames))
+    print("ok: tables match wire.h; %d frames decoded as encoded; %d spec examples" %
+          (len(frames), nspec))
     return 0
 
 
