@@ -471,16 +471,18 @@ def mac_aton(m):
     return bytes(int(x, 16) for x in m.split(':'))
 
 
-def build_frame(dst_mac, src_mac, src_ip, dst_ip, sport, dport, payload):
-    """Ethernet II / IPv4 (DF, TTL 64, checksum) / UDP (checksum) / payload."""
+def build_frame(dst_mac, src_mac, src_ip, dst_ip, sport, dport, payload, udp_csum=True):
+    """Ethernet II / IPv4 (DF, TTL 64, checksum) / UDP (checksum unless
+    udp_csum is false: 0, "none") / payload."""
     udp_len = 8 + len(payload)
     ip = struct.pack('!BBHHHBBHII', 0x45, 0, 20 + udp_len, 0, 0x4000, 64, 17, 0,
                      ip_aton(src_ip), ip_aton(dst_ip))
     ip = ip[:10] + struct.pack('!H', ~_csum(ip) & 0xffff) + ip[12:]
     pseudo = ip[12:20] + struct.pack('!BBH', 0, 17, udp_len)
     udp = struct.pack('!HHHH', sport, dport, udp_len, 0)
-    c = ~_csum(pseudo + udp + payload) & 0xffff
-    udp = udp[:6] + struct.pack('!H', c or 0xffff)
+    if udp_csum:
+        c = ~_csum(pseudo + udp + payload) & 0xffff
+        udp = udp[:6] + struct.pack('!H', c or 0xffff)
     return mac_aton(dst_mac) + mac_aton(src_mac) + b'\x08\x00' + ip + udp + payload
 
 

@@ -1,0 +1,231 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The INCA authors
+#
+# incad's packet rate on one lcore against dpdk-testpmd io forwarding on the
+# same vdev, in the same run; then incad's memory footprint with the default
+# configuration. Prints figures; asserts nothing.
+#
+#   tools/bench/bench_incad.sh [--incad PATH] [--runs N] [--secs S]
+#                              [--workers N] [--elems E] [--lcore L] [--no-udp-csum]
+#
+# Method. Both programs read the same pcap through the same vdev,
+# net_pcap0,rx_pcap=FILE,infinite_rx=1 with no tx stream: the PMD replays
+# the file from memory forever and drops whatever is sent (DPDK's pcap
+# guide recommends exactly this for throughput tests), so neither program
+# pays for a kernel or a peer process, and both pay the same per-packet PMD
+# cost. The pcap is one cycle of a real job: N workers JOIN job 1, send
+# 256-element int32 CONTRIBs for chunks 0..4*pool-1 (every slot, both shadow
+# sets, twice), and rank 0 LEAVEs, which resets the job's sets so the next
+# cycle (JOIN again, chunks from 0) aggregates afresh instead of hitting
+# stale sequence numbers. incad therefore validates, aggregates, completes
+# sets and builds one RESULT per member for nearly every frame it reads.
+# testpmd runs --forward-mode=io (rx burst, tx burst) on one forwarding
+# lcore; incad runs one lcore (I/O, control and aggregation) in poll mode.
+# Both are pinned to the same CPU. The rate is ethdev's ipackets over S
+# seconds after a 1 s warm-up, read through each process's DPDK telemetry
+# socket (/ethdev/stats,0) the same way; the median of N runs of each,
+# alternated, is reported.
+
+set -o nounset -o pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+PY=/usr/bin/python3
+INCAD=${INCAD:-}
+RUNS=5
+SECS=3
+NW=4
+ELEMS=256
+LCORE=1
+POOL=64
+CSUM=1
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--incad) INCAD=$2; shift 2 ;;
+	--runs) RUNS=$2; shift 2 ;;
+	--secs) SECS=$2; shift 2 ;;
+	--workers) NW=$2; shift 2 ;;
+	--elems) ELEMS=$2; shift 2 ;;
+	--lcore) LCORE=$2; shift 2 ;;
+	--no-udp-csum) CSUM=0; shift ;;
+	*) sed -n 's/^#   //p' "$0" >&2; exit 2 ;;
+	esac
+done
+if [ -z "$INCAD" ]; then
+	for b in "$SRC"/build*/daemon/incad; do [ -x "$b" ] && INCAD=$b && break; done
+fi
+[ -x "$INCAD" ] || { echo "bench_incad: no incad (--incad PATH)" >&2; exit 1; }
+TESTPMD=$(command -v dpdk-testpmd) ||
+	{ echo "bench_incad: dpdk-testpmd not found (apt-get install dpdk-dev)" >&2; exit 1; }
+
+TMP=$(mktemp -d /tmp/bench_incad.XXXXXX)
+PREFIX=bench_incad_$$
+PIDS=()
+cleanup()
+{
+	local p
+	for p in "${PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	done
+	rm -rf "$TMP" /var/run/dpdk/"$PREFIX"_*
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+MAC=02:00:00:00:00:01
+AGG_IP=10.77.0.1
+TOKEN=0x494e4341
+PCAP=$TMP/cycle.pcap
+
+# One cycle of the job, as the workers would send it.
+$PY - "$SRC/tests/integration" "$PCAP" "$NW" "$ELEMS" "$POOL" "$MAC" "$AGG_IP" "$TOKEN" "$CSUM" \
+	<<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import inca_proto as P
+path, nw, elems, pool, mac, agg, token = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \
+    int(sys.argv[5]), sys.argv[6], sys.argv[7], int(sys.argv[8], 0)
+csum = sys.argv[9] == '1'
+
+frames = []
+def send(rank, msg):
+    frames.append(P.build_frame(mac, '02:77:00:00:00:%02x' % (10 + rank),
+                                '10.77.0.%d' % (10 + rank), agg, 40000 + rank, P.UDP_PORT, msg,
+                                udp_csum=csum))
+ctrl = P.ctrl_pack(ver_min=1, ver_max=1, dtypes=1, ops=1, nworkers=nw)
+for r in range(nw):
+    send(r, P.hdr_pack(type=P.MSG['JOIN'], job=1, rank=r, token=token) + ctrl)
+body = P.elems_pack(P.DTYPE['INT32'], list(range(elems)))
+for k in range(4 * pool):
+    for r in range(nw):
+        send(r, P.hdr_pack(type=P.MSG['CONTRIB'], dtype=P.DTYPE['INT32'], op=P.OP['SUM'],
+                           job=1, rank=r, token=token, slot=k % pool,
+                           flags=P.F_SET if (k // pool) % 2 else 0, seq=k,
+                           offset=k * elems, count=elems) + body)
+send(0, P.hdr_pack(type=P.MSG['LEAVE'], job=1, rank=0, token=token))
+P.write_pcap(path, frames)
+print('pcap: %d frames per cycle, %d contributions of %d bytes'
+      % (len(frames), 4 * pool * nw, len(frames[nw])), file=sys.stderr)
+EOF
+[ -s "$PCAP" ] || exit 1
+
+cat >"$TMP/bench.conf" <<EOF
+mode = "aggregator";
+workers = 1;
+idle = { policy = "poll"; };
+aggregation = { max_elems = $ELEMS; };
+timeouts = { evict_ms = 0; };
+ports = ( { name = "p0"; device = "net_pcap0"; ipv4 = "$AGG_IP/24"; mac = "$MAC"; } );
+tenants = ( { name = "bench"; token = $TOKEN; } );
+jobs = ( { id = 1; tenant = "bench"; nworkers = $NW; pool_size = $POOL; } );
+EOF
+
+EAL=(--no-huge -m 512 --no-pci --log-level lib.eal:error
+	--vdev "net_pcap0,rx_pcap=$PCAP,infinite_rx=1")
+
+# Counters of a DPDK process through its telemetry socket.
+sample()
+{
+	$PY - "$1" "$SRC/tests/integration" <<'EOF'
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from harness import Telemetry
+t = Telemetry(sys.argv[1]).connect(timeout=20)
+s = t.query('/ethdev/stats,0')
+extra = ''
+if '/incad/' in str(t.query('/')):
+    st = t.query('/incad/stats')
+    extra = ' %d %d' % (st['CONTRIB'], st['RESULT_TX'])
+print('%.6f %d %d%s' % (time.monotonic(), s['ipackets'], s['opackets'], extra))
+EOF
+}
+
+# measure NAME FILE_PREFIX CMD...: start, warm up, sample twice, stop.
+# Prints "pps contrib_per_s result_per_s".
+measure()
+{
+	local prefix=$1 pid a b
+	shift
+	"$@" >"$TMP/$prefix.log" 2>&1 </dev/null &
+	pid=$!
+	PIDS+=("$pid")
+	a=$(sample "$prefix") || { cat "$TMP/$prefix.log" >&2; return 1; }
+	sleep 1
+	a=$(sample "$prefix")
+	sleep "$SECS"
+	b=$(sample "$prefix")
+	kill -INT "$pid"
+	wait "$pid" 2>/dev/null
+	PIDS=("${PIDS[@]/$pid/}")
+	rm -rf /var/run/dpdk/"$prefix"
+	$PY -c "
+a = [float(x) for x in '$a'.split()]; b = [float(x) for x in '$b'.split()]
+dt = b[0] - a[0]
+r = [(b[i] - a[i]) / dt for i in range(1, len(a))]
+print(' '.join('%.0f' % x for x in r))"
+}
+
+median()
+{
+	sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
+echo "incad: $INCAD"
+echo "testpmd: $TESTPMD"
+echo "vdev: net_pcap0,rx_pcap=<cycle>,infinite_rx=1 (tx dropped), $NW workers," \
+	"$ELEMS int32 elements, pool $POOL, lcore $LCORE, $RUNS runs of $SECS s," \
+	"workers' UDP checksums $([ $CSUM = 1 ] && echo on || echo 'off (0)')"
+: >"$TMP/incad.txt"
+: >"$TMP/testpmd.txt"
+for ((i = 1; i <= RUNS; i++)); do
+	t=$(measure "${PREFIX}_t$i" "$TESTPMD" "${EAL[@]}" -l "0,$LCORE" --main-lcore 0 \
+		--file-prefix "${PREFIX}_t$i" -- --forward-mode=io --auto-start \
+		--stats-period 3600 --total-num-mbufs 8191 --txd 1024 --rxd 1024) || exit 1
+	n=$(measure "${PREFIX}_i$i" "$INCAD" "${EAL[@]}" -l "$LCORE" \
+		--file-prefix "${PREFIX}_i$i" -- -c "$TMP/bench.conf") || exit 1
+	echo "$t" >>"$TMP/testpmd.txt"
+	echo "$n" >>"$TMP/incad.txt"
+	read -r tp _ <<<"$t"
+	read -r ip _ ic ir <<<"$n"
+	printf 'run %d: testpmd %.2f Mpps, incad %.2f Mpps (contributions %.2f M/s, results %.2f M/s)\n' \
+		"$i" "$(echo "$tp / 1000000" | bc -l)" "$(echo "$ip / 1000000" | bc -l)" \
+		"$(echo "$ic / 1000000" | bc -l)" "$(echo "$ir / 1000000" | bc -l)"
+done
+tp=$(cut -d' ' -f1 "$TMP/testpmd.txt" | median)
+ip=$(cut -d' ' -f1 "$TMP/incad.txt" | median)
+ic=$(cut -d' ' -f3 "$TMP/incad.txt" | median)
+printf 'median: testpmd io %.2f Mpps, incad %.2f Mpps (%.2f M contributions/s); ratio incad/testpmd %.2f\n' \
+	"$(echo "$tp / 1000000" | bc -l)" "$(echo "$ip / 1000000" | bc -l)" \
+	"$(echo "$ic / 1000000" | bc -l)" "$(echo "$ip / $tp" | bc -l)"
+grep -E '^(drop|counter (CONTRIB|COMPLETE|RESULT_TX|RX)) ' "$TMP/${PREFIX}_i$RUNS.log" |
+	sed 's/^/  last incad run: /'
+
+# Footprint: incad with conf/incad.conf as shipped, idle, on an empty pcap.
+$PY -c "
+import sys; sys.path.insert(0, '$SRC/tests/integration'); import inca_proto as P
+P.write_pcap('$TMP/empty.pcap', [])"
+fp=${PREFIX}_m
+"$INCAD" --no-huge -m 512 --no-pci -l "$LCORE" --file-prefix "$fp" \
+	--vdev "net_pcap0,rx_pcap=$TMP/empty.pcap" -- -c "$SRC/conf/incad.conf" \
+	>"$TMP/mem.log" 2>&1 </dev/null &
+pid=$!
+PIDS+=("$pid")
+sample "$fp" >/dev/null || { cat "$TMP/mem.log" >&2; exit 1; }
+sleep 1
+echo "footprint with conf/incad.conf (-m 512, --no-huge):"
+grep 'memory footprint' "$TMP/mem.log" | sed 's/^/  incad says: /'
+grep -E '^(VmRSS|VmHWM|RssAnon|RssFile|RssShmem|VmSize)' /proc/$pid/status | sed 's/^/  /'
+$PY - "$fp" "$SRC/tests/integration" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[2])
+from harness import Telemetry
+t = Telemetry(sys.argv[1]).connect()
+st = t.query('/incad/stats')
+print('  /incad/stats: ' + ', '.join('%s %.1f MiB' % (k, st[k] / 1048576.0)
+                                     for k in sorted(st) if k.startswith('mem_')))
+EOF
+kill -INT "$pid"
+wait "$pid" 2>/dev/null
+PIDS=()
