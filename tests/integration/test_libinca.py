@@ -1,0 +1,195 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The INCA authors
+"""libinca against the real incad: inca-bench processes, one per worker
+namespace of an emulated rack (tools/rack), every dtype and op, results
+checked by every rank.
+
+    test_libinca.py --incad PATH --bench PATH TEST
+
+Each TEST builds its own rack and incad and removes both when it ends.
+Exit status 0: passed; 1: failed (reason, worker output and incad's log on
+stderr).
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Rack, Incad, log  # noqa: E402
+
+TOKEN = 0x494E4341  # tools/rack conf: job 1's token; job 1 + k has TOKEN + k
+# Byte sizes, not multiples of a chunk: 1 element, a few, just over one
+# packet, many packets with a short last one.
+SIZES = '1,12,1030,70001,300001'
+INCAD = BENCH = None
+
+
+class Failed(Exception):
+    pass
+
+
+def check(cond, msg, *a):
+    if not cond:
+        raise Failed(msg % a if a else msg)
+
+
+def bench_argv(rack, job, rank, n, extra):
+    return [BENCH, '-a', rack.agg_ip, '-j', str(job), '-t', hex(TOKEN + job - 1),
+            '-r', str(rank), '-n', str(n), '--json', '-G', '5000'] + list(extra)
+
+
+def run_benches(rack, groups, timeout):
+    """groups: list of (job, nworkers, nodes, extra args). Runs every
+    worker of every group at once; returns rank 0's JSON of each group."""
+    procs = []
+    try:
+        for job, n, nodes, extra in groups:
+            for rank in range(n):
+                p = rack.popen(nodes[rank], bench_argv(rack, job, rank, n, extra),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                procs.append((job, rank, p))
+        end = time.monotonic() + timeout
+        outs, bad = {}, []
+        for job, rank, p in procs:
+            try:
+                so, se = p.communicate(timeout=max(1, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                so, se = p.communicate()
+                bad.append('job %d rank %d: timed out' % (job, rank))
+            if se:
+                log('job %d rank %d stderr: %s' % (job, rank, se.strip()))
+            if p.returncode != 0:
+                bad.append('job %d rank %d: exit status %d' % (job, rank, p.returncode))
+            if rank == 0:
+                try:
+                    outs[job] = json.loads(so)
+                except ValueError:
+                    bad.append('job %d rank 0 printed no JSON: %r' % (job, so[-500:]))
+        check(not bad, '; '.join(bad))
+        return outs
+    finally:
+        for _, _, p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def check_sweep(out, n, dtypes=4, ops=3, nsizes=len(SIZES.split(','))):
+    rows = out['results']
+    check(out['nworkers'] == n, 'nworkers %s, want %d', out['nworkers'], n)
+    check(len(rows) == dtypes * ops * nsizes, '%d rows, want %d', len(rows),
+          dtypes * ops * nsizes)
+    for r in rows:
+        check(r['errors'] == 0, '%s %s %d bytes: %d wrong elements', r['dtype'], r['op'],
+              r['bytes'], r['errors'])
+    check(out['stats']['recoveries'] == 0, 'fell back: %s', out['stats'])
+    combos = {(r['dtype'], r['op']) for r in rows}
+    check(len(combos) == dtypes * ops, 'combinations %s', sorted(combos))
+
+
+def sweep(n, extra_groups=()):
+    with Rack('lib%d' % n, workers=n) as rack, \
+            Incad(rack, INCAD, conf_args=['--jobs', '1', '--nworkers', str(n)]):
+        outs = run_benches(rack, [(1, n, list(range(n)),
+                                   ['-d', 'all', '-o', 'all', '-s', SIZES, '-i', '2',
+                                    '-x', '1'])], timeout=240)
+        check_sweep(outs[1], n)
+        log('%d workers: %d results exact' % (n, len(outs[1]['results'])))
+        for job, args in extra_groups:
+            outs = run_benches(rack, [(job, n, list(range(n)), args)], timeout=240)
+            for r in outs[job]['results']:
+                check(r['errors'] == 0, '%s %s %d bytes wrong', r['dtype'], r['op'],
+                      r['bytes'])
+                log('%d workers: %s %s %d bytes in %.0f us, %.1f MB/s'
+                    % (n, r['dtype'], r['op'], r['bytes'], r['avg_us'], r['algbw_MBps']))
+
+
+def test_libinca_2():
+    # One case of the largest size: 64 MiB of int32.
+    sweep(2, extra_groups=[(1, ['-d', 'int32', '-o', 'sum', '-s', str(64 << 20), '-I', '1',
+                                '-x', '0'])])
+
+
+def test_libinca_4():
+    sweep(4)
+
+
+def test_libinca_8():
+    sweep(8)
+
+
+def test_libinca_two_jobs():
+    """Two jobs of 4 workers on the same 4 hosts at once: each gets its
+    own exact results."""
+    n = 4
+    with Rack('lib2j', workers=n) as rack, \
+            Incad(rack, INCAD, conf_args=['--jobs', '2', '--nworkers', str(n)]):
+        args = ['-d', 'int32,fp32', '-o', 'all', '-s', SIZES, '-i', '3', '-x', '1']
+        outs = run_benches(rack, [(1, n, list(range(n)), args),
+                                  (2, n, list(range(n)), args)], timeout=240)
+        for job in (1, 2):
+            check_sweep(outs[job], n, dtypes=2)
+        log('two jobs: %d + %d results exact'
+            % (len(outs[1]['results']), len(outs[2]['results'])))
+
+
+def test_libinca_wrong_token():
+    """A worker with the wrong token is not admitted: it reports an error
+    instead of hanging."""
+    with Rack('libtok', workers=2) as rack, \
+            Incad(rack, INCAD, conf_args=['--jobs', '1', '--nworkers', '2']):
+        t0 = time.monotonic()
+        r = rack.run(0, [BENCH, '-a', rack.agg_ip, '-j', '1', '-t', '0x1234', '-r', '0',
+                         '-n', '2', '-G', '1500', '-s', '4'],
+                     capture_output=True, text=True, timeout=60)
+        dt = time.monotonic() - t0
+        log(r.stderr.strip())
+        check(r.returncode == 1, 'exit status %d', r.returncode)
+        check('cannot join' in r.stderr, 'no join error: %r', r.stderr)
+        check(dt < 30, 'took %.1f s', dt)
+
+
+TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith('test_')}
+
+
+def main():
+    global INCAD, BENCH
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--incad', required=True)
+    ap.add_argument('--bench', required=True)
+    ap.add_argument('test', choices=sorted(TESTS))
+    a = ap.parse_args()
+    INCAD = os.path.abspath(a.incad)
+    BENCH = os.path.abspath(a.bench)
+    if os.geteuid() != 0:
+        log('integration tests need root (network namespaces)')
+        return 1
+
+    # meson stops an overrunning test with SIGTERM: unwind so that the
+    # 'with' blocks remove the rack and stop incad.
+    def stop(sig, frame):
+        raise Failed('stopped by signal %d' % sig)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    t0 = time.monotonic()
+    try:
+        TESTS[a.test]()
+    except Exception as e:
+        if not isinstance(e, Failed):
+            traceback.print_exc()
+        log('FAIL %s: %s (%.1f s)' % (a.test, e, time.monotonic() - t0))
+        return 1
+    log('PASS %s (%.1f s)' % (a.test, time.monotonic() - t0))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
