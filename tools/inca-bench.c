@@ -496,16 +496,17 @@ main(int argc, char **argv)
 		if (b.json)
 			printf("{\"tool\":\"inca-bench\",\"version\":\"%s\",\"nworkers\":%u,"
 			       "\"window\":%u,\"max_elems\":%u,\"float_native\":%s,"
-			       "\"link_mbps\":%.1f,\"results\":[",
+			       "\"footprint\":%zu,\"link_mbps\":%.1f,\"results\":[",
 			       inca_version_string(), b.o.size, info.window, info.max_elems,
-			       info.float_native ? "true" : "false", b.link_mbps);
+			       info.float_native ? "true" : "false", info.footprint, b.link_mbps);
 		else if (b.csv)
 			printf("dtype,op,bytes,count,avg_us,min_us,max_us,algbw_MBps,link_util,"
 			       "errors\n");
 		else
 			printf("# inca-bench %s: %u workers, window %u, %u elements/packet, "
-			       "floats %s%s\n", inca_version_string(), b.o.size, info.window,
-			       info.max_elems, info.float_native ? "native" : "bfp",
+			       "floats %s, %zu bytes per communicator%s\n", inca_version_string(),
+			       b.o.size, info.window, info.max_elems,
+			       info.float_native ? "native" : "bfp", info.footprint,
 			       info.in_fallback ? ", IN FALLBACK" : "");
 	}
 
