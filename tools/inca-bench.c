@@ -26,6 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <inca/inca.h>
 
@@ -39,8 +44,9 @@ struct bench {
 	size_t sizes[64];            /* explicit sizes (-s), else powers of two */
 	unsigned nsizes;
 	double link_mbps;
-	bool csv, json, verify, inplace, verbose;
+	bool csv, json, verify, verify_each, inplace, verbose;
 	unsigned inflight; /* >1: split each size into that many iallreduce */
+	const char *fb_addr; /* --fallback-tcp: rank 0's IP:PORT */
 };
 
 static double
@@ -80,7 +86,10 @@ usage(FILE *f)
 		"  -F, --float-mode M          auto, native, bfp (INCA_FLOAT_MODE)\n"
 		"  -k, --inflight K            split each message into K iallreduce\n"
 		"      --in-place              sendbuf == recvbuf\n"
+		"      --fallback-tcp IP:PORT  host allreduce through rank 0 at IP:PORT when\n"
+		"                              the aggregator fails (rank 0 listens there)\n"
 		"      --no-verify             do not check results\n"
+		"      --verify-each           check every iteration, not only the last\n"
 		"      --csv | --json          machine-readable output\n"
 		"  -v, --verbose               libinca's log on stderr\n"
 		"Sizes are powers of two from min to max bytes; each size is rounded\n"
@@ -207,6 +216,185 @@ verify(const void *buf, unsigned dtype, unsigned op, unsigned n, size_t count)
 	return bad;
 }
 
+/* ---- a TCP host allreduce for the fallback ------------------------------
+ *
+ * A star through rank 0, deliberately simple: every rank sends its buffer
+ * to rank 0, which reduces in rank order and sends the result back. It is
+ * what an application's MPI_Allreduce would be; here it lets the fallback
+ * be exercised with real processes when the aggregator dies.
+ */
+struct tcp_fb {
+	unsigned rank, n;
+	int peer[INCA_MAX_WORKERS]; /* rank 0: a socket per rank; others: [0] */
+	uint8_t *tmp;
+	size_t tmp_len;
+};
+
+static int
+full_io(int fd, void *buf, size_t len, bool out)
+{
+	uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int
+tcp_fb_setup(struct tcp_fb *t, const char *addr, unsigned rank, unsigned n)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	char host[64];
+	const char *colon = strrchr(addr, ':');
+	int fd, one = 1;
+	unsigned k;
+
+	memset(t, 0, sizeof(*t));
+	t->rank = rank;
+	t->n = n;
+	if (colon == NULL || (size_t)(colon - addr) >= sizeof(host))
+		return -1;
+	memcpy(host, addr, colon - addr);
+	host[colon - addr] = '\0';
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return -1;
+	sa.sin_port = htons((uint16_t)atoi(colon + 1));
+	if (rank == 0) {
+		int ls = socket(AF_INET, SOCK_STREAM, 0);
+
+		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(ls, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(ls, 64) < 0) {
+			perror("inca-bench: fallback listen");
+			return -1;
+		}
+		for (k = 1; k < n; k++) {
+			uint32_t r;
+
+			fd = accept(ls, NULL, NULL);
+			if (fd < 0 || full_io(fd, &r, 4, false) < 0 || r == 0 || r >= n)
+				return -1;
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			t->peer[r] = fd;
+		}
+		close(ls);
+		return 0;
+	}
+	for (k = 0; k < 300; k++) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			break;
+		close(fd);
+		fd = -1;
+		usleep(100000);
+	}
+	if (fd < 0) {
+		fprintf(stderr, "inca-bench: rank %u: cannot reach rank 0 at %s\n", rank, addr);
+		return -1;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	uint32_t r = rank;
+
+	t->peer[0] = fd;
+	return full_io(fd, &r, 4, true);
+}
+
+static float
+fb_load(const void *p, unsigned dtype, size_t i)
+{
+	if (dtype == INCA_DTYPE_FP16)
+		return inca_fp16_to_fp32(((const uint16_t *)p)[i]);
+	if (dtype == INCA_DTYPE_BF16)
+		return inca_bf16_to_fp32(((const uint16_t *)p)[i]);
+	return ((const float *)p)[i];
+}
+
+/* The protocol's semantics: int32 wraps; floats in fp32, NaN wins, -0 < +0. */
+static void
+fb_combine(void *acc, const void *in, size_t count, unsigned dtype, unsigned op)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++) {
+		if (dtype == INCA_DTYPE_INT32) {
+			int32_t *a = acc, v = ((const int32_t *)in)[i];
+
+			if (op == INCA_OP_SUM)
+				a[i] = (int32_t)((uint32_t)a[i] + (uint32_t)v);
+			else if ((op == INCA_OP_MIN) == (v < a[i]))
+				a[i] = v;
+			continue;
+		}
+		float *a = acc, x = a[i], y = fb_load(in, dtype, i);
+
+		if (op == INCA_OP_SUM)
+			a[i] = x + y;
+		else if (isnan(x) || isnan(y))
+			a[i] = NAN;
+		else if (x == y)
+			a[i] = (op == INCA_OP_MIN) == (signbit(y) != 0) ? y : x;
+		else
+			a[i] = (op == INCA_OP_MIN) == (y < x) ? y : x;
+	}
+}
+
+static int
+tcp_allreduce(void *ctx, const struct inca_fallback_args *a)
+{
+	struct tcp_fb *t = ctx;
+	size_t es = inca_dtype_size(a->dtype), bytes = a->count * es, i;
+	unsigned r;
+
+	if (t->rank != 0) {
+		if (full_io(t->peer[0], (void *)a->sendbuf, bytes, true) < 0 ||
+		    full_io(t->peer[0], a->recvbuf, bytes, false) < 0)
+			return -1;
+		return 0;
+	}
+	/* Accumulate in int32 / fp32 lanes, then write the dtype back. */
+	size_t need = a->count * 4 + bytes;
+
+	if (t->tmp_len < need) {
+		free(t->tmp);
+		t->tmp = malloc(need);
+		t->tmp_len = t->tmp ? need : 0;
+		if (t->tmp == NULL)
+			return -1;
+	}
+	uint8_t *acc = t->tmp, *in = t->tmp + a->count * 4;
+
+	if (a->dtype == INCA_DTYPE_INT32)
+		memcpy(acc, a->sendbuf, bytes);
+	else
+		for (i = 0; i < a->count; i++)
+			((float *)acc)[i] = fb_load(a->sendbuf, a->dtype, i);
+	for (r = 1; r < t->n; r++) {
+		if (full_io(t->peer[r], in, bytes, false) < 0)
+			return -1;
+		fb_combine(acc, in, a->count, a->dtype, a->op);
+	}
+	for (i = 0; i < a->count; i++) {
+		if (a->dtype == INCA_DTYPE_FP16)
+			((uint16_t *)a->recvbuf)[i] = inca_fp32_to_fp16(((float *)acc)[i]);
+		else if (a->dtype == INCA_DTYPE_BF16)
+			((uint16_t *)a->recvbuf)[i] = inca_fp32_to_bf16(((float *)acc)[i]);
+	}
+	if (es == 4)
+		memcpy(a->recvbuf, acc, bytes);
+	for (r = 1; r < t->n; r++)
+		if (full_io(t->peer[r], a->recvbuf, bytes, true) < 0)
+			return -1;
+	return 0;
+}
+
 static void
 log_stderr(void *ctx, int level, const char *msg)
 {
@@ -286,6 +474,10 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 			t_min = dt < t_min ? dt : t_min;
 			t_max = dt > t_max ? dt : t_max;
 		}
+		if (b->verify_each) {
+			bad += verify(out, b->dtype, b->op, b->o.size, count);
+			memset(out, 0xEE, bytes); /* a stale result must not pass */
+		}
 	}
 	if (ret < 0) {
 		fprintf(stderr, "inca-bench: rank %u: %s %s allreduce of %zu bytes: %s\n",
@@ -293,7 +485,7 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 			inca_strerror(ret));
 		return ret;
 	}
-	if (b->verify)
+	if (b->verify && !b->verify_each)
 		bad = verify(out, b->dtype, b->op, b->o.size, count);
 	if (iters == 0)
 		iters = 1;
@@ -374,6 +566,8 @@ main(int argc, char **argv)
 		{"float-mode", required_argument, NULL, 'F'},
 		{"inflight", required_argument, NULL, 'k'},
 		{"in-place", no_argument, NULL, 1},
+		{"fallback-tcp", required_argument, NULL, 5},
+		{"verify-each", no_argument, NULL, 6},
 		{"no-verify", no_argument, NULL, 2},
 		{"csv", no_argument, NULL, 3},
 		{"json", no_argument, NULL, 4},
@@ -385,6 +579,7 @@ main(int argc, char **argv)
 	struct inca_comm *c = NULL;
 	struct inca_comm_info info;
 	struct inca_stats st;
+	struct tcp_fb tcp;
 	int opt, ret = INCA_OK, rc = 0, v;
 	void *in = NULL, *out = NULL;
 	size_t bytes;
@@ -462,6 +657,8 @@ main(int argc, char **argv)
 		case 2: b.verify = false; break;
 		case 3: b.csv = true; break;
 		case 4: b.json = true; break;
+		case 5: b.fb_addr = optarg; break;
+		case 6: b.verify_each = true; break;
 		case 'v': b.verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -474,6 +671,14 @@ main(int argc, char **argv)
 	}
 	if (b.verbose)
 		inca_set_log_fn(log_stderr, NULL, INCA_LOG_DEBUG);
+	if (b.fb_addr != NULL) {
+		if (tcp_fb_setup(&tcp, b.fb_addr, b.o.rank, b.o.size) < 0) {
+			fprintf(stderr, "inca-bench: rank %u: fallback setup failed\n", b.o.rank);
+			return 1;
+		}
+		b.o.fallback = tcp_allreduce;
+		b.o.fallback_ctx = &tcp;
+	}
 	ret = inca_comm_create(&b.o, &c);
 	if (ret < 0) {
 		fprintf(stderr, "inca-bench: rank %u: cannot join job %u at %s: %s\n", b.o.rank,
@@ -537,10 +742,13 @@ main(int argc, char **argv)
 	if (b.o.rank == 0) {
 		if (b.json)
 			printf("],\"stats\":{\"retransmits\":%llu,\"replays\":%llu,"
-			       "\"recoveries\":%llu,\"fallback_calls\":%llu}}\n",
+			       "\"recoveries\":%llu,\"fallback_calls\":%llu,"
+			       "\"fallback_collectives\":%llu,\"rejoins\":%llu,\"chunks\":%llu}}\n",
 			       (unsigned long long)st.retransmits, (unsigned long long)st.replays,
 			       (unsigned long long)st.recoveries,
-			       (unsigned long long)st.fallback_calls);
+			       (unsigned long long)st.fallback_calls,
+			       (unsigned long long)st.fallback_collectives,
+			       (unsigned long long)st.rejoins, (unsigned long long)st.chunks);
 		else if (!b.csv)
 			printf("# rank 0: %llu packets sent, %llu retransmitted, %llu replays, "
 			       "%llu recoveries%s\n",
