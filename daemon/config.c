@@ -401,8 +401,8 @@ parse_tenants(struct parser *p, const config_setting_t *l, struct incad_config *
 			    !setting_int(p, config_setting_get_elem(s, 1), "job_ids", 1, 65535,
 					 &hi) ||
 			    lo > hi)
-				perr(p, s, "'job_ids' must be [first, last] with 1 <= first <= last "
-					   "<= 65535");
+				perr(p, s, "'job_ids' must be [first, last] with "
+					   "1 <= first <= last <= 65535");
 			else {
 				t->job_min = (uint16_t)lo;
 				t->job_max = (uint16_t)hi;

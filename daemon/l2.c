@@ -120,7 +120,8 @@ incad_l2_learn(const struct rte_ether_addr *mac, uint16_t port, uint64_t now)
 			return;
 		}
 		/* Prefer an empty entry, else the one seen longest ago. */
-		if (victim == NULL || (victim->mac != 0 && (e->mac == 0 || e->seen < victim->seen)))
+		if (victim == NULL ||
+		    (victim->mac != 0 && (e->mac == 0 || e->seen < victim->seen)))
 			victim = e;
 	}
 	if (victim->mac == 0)

@@ -52,8 +52,8 @@ usage(FILE *f, const char *prog)
 		"  -h, --help              this text (EAL is not started)\n"
 		"\n"
 		"EAL options come before '--', for example:\n"
-		"  %s --no-huge -m 256 --no-pci --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap \\\n"
-		"      -- -c conf/incad.conf\n"
+		"  %s --no-huge -m 256 --no-pci \\\n"
+		"      --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap -- -c conf/incad.conf\n"
 		"Statistics are printed on SIGINT/SIGTERM; telemetry commands are under /incad/\n"
 		"(dpdk-telemetry.py). See docs/incad.md.\n",
 		prog, prog);
@@ -104,7 +104,8 @@ parse_cli(int argc, char **argv, struct cli *cli)
 			cli->stats_interval = strtol(optarg, &end, 10);
 			if (errno != 0 || *end != '\0' || cli->stats_interval < 0 ||
 			    cli->stats_interval > 86400) {
-				fprintf(stderr, "incad: --stats-interval takes seconds (0-86400)\n");
+				fprintf(stderr,
+					"incad: --stats-interval takes seconds (0-86400)\n");
 				return 1;
 			}
 			break;

@@ -118,8 +118,8 @@ port_setup(const struct incad_port_conf *pc, struct incad_port *p)
 		 * configured one regardless, the port being promiscuous. */
 		ret = rte_eth_dev_default_mac_addr_set(p->port_id, &p->mac);
 		if (ret != 0)
-			INCAD_LOG(port, NOTICE, "port '%s': device keeps its own MAC (%s)", p->name,
-				  strerror(-ret));
+			INCAD_LOG(port, NOTICE, "port '%s': device keeps its own MAC (%s)",
+				  p->name, strerror(-ret));
 	} else {
 		ret = rte_eth_macaddr_get(p->port_id, &p->mac);
 		if (ret != 0)

@@ -50,7 +50,8 @@ tel_ports(const char *cmd __rte_unused, const char *params __rte_unused,
 		rte_tel_data_add_dict_string(pd, "device", p->devname);
 		rte_ether_format_addr(buf, sizeof(buf), &p->mac);
 		rte_tel_data_add_dict_string(pd, "mac", buf);
-		rte_tel_data_add_dict_string(pd, "ipv4", incad_ipv4_str(p->ipv4, buf, sizeof(buf)));
+		rte_tel_data_add_dict_string(pd, "ipv4",
+					     incad_ipv4_str(p->ipv4, buf, sizeof(buf)));
 		rte_tel_data_add_dict_u64(pd, "rx", s.port_rx[i]);
 		rte_tel_data_add_dict_u64(pd, "tx", s.port_tx[i]);
 		rte_tel_data_add_dict_u64(pd, "dev_ipackets", es.ipackets);
