@@ -270,6 +270,12 @@ def case_aggregate4():
     aggregate4(1)
 
 
+def case_aggregate4_main_lcore():
+    # EAL gives one lcore: the main lcore runs I/O, control and aggregation.
+    run = aggregate4(1, eal=('-l', '0'))
+    check('main lcore does I/O' in run.stdout, 'start-up line: %r' % run.stdout[:300])
+
+
 def case_aggregate4_2lcores():
     # Two dataplane lcores on EAL's two: the main lcore does I/O and owns
     # the even (job + slot) sums, lcore 1 the odd ones.
