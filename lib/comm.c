@@ -493,6 +493,9 @@ li_stream_reset(struct inca_comm *c)
 	c->next_seq = 0;
 	c->base = 0;
 	c->next_send = 0;
+	c->rtt_min_ns = 0;
+	c->rtt_min_cur = 0;
+	c->rtt_samples = 0;
 	for (i = 0; i < c->ring_n; i++) {
 		memset(&c->ring[i], 0, sizeof(c->ring[i]));
 		c->ring[i].payload = c->ring_mem + (size_t)i * c->max_payload;

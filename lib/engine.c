@@ -250,12 +250,55 @@ emit(struct inca_comm *c, struct li_chunk *e, bool retx)
 	return INCA_OK;
 }
 
+/*
+ * Retransmission timeout: timeout_ms, doubled per retry. Not estimated from
+ * completion times, as TCP would: a chunk's completion includes waiting for
+ * the slowest peer, and for that peer's own loss recovery, so an estimate
+ * inflates whenever anyone loses a packet. The arming rule in pump() keeps a
+ * short timer from resending whole windows while peers lag.
+ */
 static inline uint64_t
 rto_ns(const struct inca_comm *c, unsigned retx)
 {
 	unsigned shift = retx < LI_MAX_BACKOFF_SHIFT ? retx : LI_MAX_BACKOFF_SHIFT;
+	uint64_t rto = ((uint64_t)c->o.timeout_ms * NS_PER_MS) << shift;
 
-	return ((uint64_t)c->o.timeout_ms * NS_PER_MS) << shift;
+	return rto < LI_RTO_MAX_NS ? rto : LI_RTO_MAX_NS;
+}
+
+/*
+ * Retry timer of a chunk already presumed lost. Every peer contributed the
+ * chunks after it, so nobody is late for it: only the network can be, and
+ * the smallest completion time seen lately measures that. Four of those
+ * (at least 1 ms), doubled per retry, never above the normal timer.
+ */
+static inline uint64_t
+fast_rto_ns(const struct inca_comm *c, unsigned retx)
+{
+	unsigned shift = retx < LI_MAX_BACKOFF_SHIFT ? retx : LI_MAX_BACKOFF_SHIFT;
+	uint64_t rto = 4 * c->rtt_min_ns, slow = rto_ns(c, retx);
+
+	if (c->rtt_min_ns == 0)
+		return slow;
+	if (rto < LI_FAST_RTO_MIN_NS)
+		rto = LI_FAST_RTO_MIN_NS;
+	rto <<= shift;
+	return rto < slow ? rto : slow;
+}
+
+static void
+rtt_sample(struct inca_comm *c, uint64_t ns)
+{
+	if (c->rtt_min_cur == 0 || ns < c->rtt_min_cur)
+		c->rtt_min_cur = ns;
+	if (c->rtt_min_ns == 0 || ns < c->rtt_min_ns)
+		c->rtt_min_ns = ns;
+	/* Epochs let the minimum rise again when the path gets slower. */
+	if (++c->rtt_samples >= LI_RTT_EPOCH) {
+		c->rtt_min_ns = c->rtt_min_cur;
+		c->rtt_min_cur = 0;
+		c->rtt_samples = 0;
+	}
 }
 
 /*
@@ -275,8 +318,16 @@ bfp_exp_ready(struct inca_comm *c, const struct li_req *r, uint32_t idx, int8_t 
 	return true;
 }
 
-/* Retransmit what timed out, then send new chunks the window allows.
- * Returns the earliest retransmission deadline in *next. */
+/*
+ * Retransmit chunks presumed lost, then send new chunks the window allows.
+ * A chunk is presumed lost when LI_FAST_RETX chunks sent after it have
+ * completed (peers send in sequence order, so a slow peer delays them all
+ * alike and only a loss lets later chunks overtake), or when its timer
+ * expired and it is the oldest chunk or some later chunk completed. Only
+ * the oldest chunk retries on the timer alone: when a peer is late, every
+ * chunk waits, and one probe is enough. Returns in *next the earliest
+ * deadline that can fire.
+ */
 static int
 pump(struct inca_comm *c, uint64_t now, uint64_t *next)
 {
@@ -286,19 +337,26 @@ pump(struct inca_comm *c, uint64_t now, uint64_t *next)
 
 	for (k = c->base; k < c->next_send; k++) {
 		struct li_chunk *e = ent_of(c, k);
+		bool armed;
 
 		if (e->state != LI_CH_SENT)
 			continue;
-		if (e->deadline <= now) {
+		armed = k == c->base || e->later > 0 || e->lost;
+		if (e->later >= LI_FAST_RETX || (armed && e->deadline <= now)) {
 			ret = emit(c, e, true);
 			if (ret < 0)
 				return ret;
 			if (e->retx < UINT8_MAX)
 				e->retx++;
-			e->deadline = now + rto_ns(c, e->retx);
+			if (e->later > 0)
+				e->lost = 1;
+			e->later = 0;
+			e->sent_ns = now;
+			e->deadline = now + (e->lost ? fast_rto_ns(c, e->retx - 1) :
+						       rto_ns(c, e->retx));
 			c->st.retransmits++;
 		}
-		if (e->deadline < soonest)
+		if ((k == c->base || e->later > 0 || e->lost) && e->deadline < soonest)
 			soonest = e->deadline;
 	}
 
@@ -323,6 +381,9 @@ pump(struct inca_comm *c, uint64_t now, uint64_t *next)
 		e->idx = idx;
 		e->state = LI_CH_SENT;
 		e->retx = 0;
+		e->later = 0;
+		e->lost = 0;
+		e->sent_ns = now;
 		e->exp_used = exp;
 		{
 			size_t off;
@@ -335,7 +396,7 @@ pump(struct inca_comm *c, uint64_t now, uint64_t *next)
 		if (ret < 0)
 			return ret;
 		e->deadline = now + rto_ns(c, 0);
-		if (e->deadline < soonest)
+		if (c->next_send == c->base && e->deadline < soonest)
 			soonest = e->deadline;
 		c->next_send++;
 	}
@@ -429,6 +490,20 @@ handle_result(struct inca_comm *c, const struct inca_msg *m)
 	e->state = LI_CH_DONE;
 	if (m->flags & INCA_F_RETX)
 		c->st.replays++;
+	{
+		uint64_t j;
+
+		/* Karn: only a chunk sent once measures the completion time. */
+		if (e->retx == 0)
+			rtt_sample(c, li_now_ns() - e->sent_ns);
+		/* Evidence of loss for the older chunks still waiting. */
+		for (j = c->base; j < k; j++) {
+			struct li_chunk *o = ent_of(c, j);
+
+			if (o->state == LI_CH_SENT && o->sent_ns <= e->sent_ns && o->later < UINT8_MAX)
+				o->later++;
+		}
+	}
 	if (k == c->base)
 		li_deliver_ready(c);
 }

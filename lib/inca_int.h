@@ -26,8 +26,16 @@
 #define LI_DEF_PROBE_EVERY 64
 /* The local window is capped: the result ring is 2 x window x payload. */
 #define LI_MAX_WINDOW 1024
-/* Retransmission timeouts double up to this multiple of timeout_ms. */
+/* Retransmission timeouts double per retry up to this many times... */
 #define LI_MAX_BACKOFF_SHIFT 4
+/* ...and never exceed this (ns). */
+#define LI_RTO_MAX_NS 2000000000ull
+/* Completions of chunks sent later that mark a chunk as lost at once. */
+#define LI_FAST_RETX 3
+/* Samples per epoch of the minimum completion time. */
+#define LI_RTT_EPOCH 256
+/* Floor of the retry timer of a chunk presumed lost (ns). */
+#define LI_FAST_RTO_MIN_NS 1000000ull
 /* Requests in flight per communicator. */
 #define LI_MAX_REQUESTS 1024
 /* Packets per sendmmsg / recvmmsg call. */
@@ -115,10 +123,13 @@ struct li_chunk {
 	uint16_t count;      /* elements on the wire */
 	uint8_t state;       /* enum li_chunk_state */
 	uint8_t retx;        /* retransmissions so far */
+	uint8_t later;       /* chunks sent after this one that completed since */
+	uint8_t lost;        /* presumed lost once: no peer can be late for it */
 	int8_t exp_used;     /* BFP exponent the payload was quantised with */
 	int8_t res_exp;      /* exp field of the result */
 	uint16_t res_len;    /* payload bytes of the result */
 	uint64_t deadline;   /* next retransmission, ns */
+	uint64_t sent_ns;    /* last (re)transmission */
 	uint8_t *payload;    /* result payload in wire format */
 };
 
@@ -186,6 +197,9 @@ struct inca_comm {
 	uint64_t next_seq;    /* seq the next issued request starts at */
 	uint64_t base;        /* lowest seq whose result was not delivered */
 	uint64_t next_send;   /* lowest seq never sent */
+	uint64_t rtt_min_ns;  /* smallest completion time of the last epoch */
+	uint64_t rtt_min_cur; /* ... of the current epoch */
+	uint32_t rtt_samples;
 	struct li_chunk *ring;  /* 2 * window entries */
 	uint8_t *ring_mem;
 	uint32_t ring_n;
