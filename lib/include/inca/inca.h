@@ -168,7 +168,11 @@ struct inca_comm_opts {
 	uint16_t max_elems;
 	/** Largest IP packet to send (0: 1500); bounds the payload bytes. */
 	uint16_t mtu;
-	/** First retransmission timeout in ms (0: 20); doubles up to 16x. */
+	/**
+	 * Retransmission timer of the oldest outstanding chunk in ms (0: 20);
+	 * doubles per retry up to 16x. Chunks with evidence of loss retry
+	 * sooner (docs/libinca.md, "Loss").
+	 */
 	uint32_t timeout_ms;
 	/**
 	 * Aggregator silence in ms after which the library gives up: falls back,
