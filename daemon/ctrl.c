@@ -238,14 +238,81 @@ err_slots:
 	return NULL;
 }
 
-/* Unpublish and free @j once no reader can hold it. */
+/*
+ * Objects unpublished but perhaps still read by an lcore or a telemetry
+ * thread: freed once an RCU grace period started after their removal has
+ * passed. Deferring keeps the common control operations (a JOIN, a job
+ * deletion) from waiting for the other lcores; only a reset of a job's
+ * sets still waits, since it must not race agg_contribute().
+ */
+#define RETIRE_MAX 1024
+
+enum retire_kind {
+	RETIRE_VIEW,
+	RETIRE_JOB,
+};
+
+static struct {
+	void *p;
+	enum retire_kind kind;
+	uint64_t token;
+} retired[RETIRE_MAX];
+static unsigned int retired_head, retired_tail;
+
+static void
+retired_free(void *p, enum retire_kind kind)
+{
+	struct incad_job *j = p;
+
+	if (kind == RETIRE_VIEW) {
+		free(p);
+		return;
+	}
+	agg_job_destroy(j->agg);
+	free(j->view);
+	rte_free(j);
+}
+
+/* Free what every reader has let go of; with @wait, everything. */
+static void
+reclaim(struct incad_lcore *lc, bool wait)
+{
+	/* The I/O lcore runs this between packets, holding no reference. */
+	if (lc != NULL)
+		rte_rcu_qsbr_quiescent(incad.qs, lc->idx);
+	while (retired_tail != retired_head) {
+		unsigned int i = retired_tail % RETIRE_MAX;
+
+		if (rte_rcu_qsbr_check(incad.qs, retired[i].token, wait) != 1)
+			break;
+		retired_free(retired[i].p, retired[i].kind);
+		retired_tail++;
+	}
+}
+
+static void
+retire(struct incad_lcore *lc, void *p, enum retire_kind kind)
+{
+	unsigned int i;
+
+	if (retired_head - retired_tail == RETIRE_MAX) {
+		/* Full: wait for a grace period, which frees everything queued. */
+		rte_rcu_qsbr_synchronize(incad.qs, lc != NULL ? lc->idx : RTE_QSBR_THRID_INVALID);
+		reclaim(lc, false);
+	}
+	i = retired_head++ % RETIRE_MAX;
+	retired[i].p = p;
+	retired[i].kind = kind;
+	retired[i].token = rte_rcu_qsbr_start(incad.qs);
+}
+
+/* Unpublish @j, give its slots back and free it once no reader holds it. */
 static void
 job_destroy(struct incad_lcore *lc, struct incad_job *j)
 {
 	uint16_t pool = j->agg->p.pool_size;
 
 	__atomic_store_n(&incad_jobs[j->id], NULL, __ATOMIC_RELEASE);
-	rte_rcu_qsbr_synchronize(incad.qs, lc != NULL ? lc->idx : RTE_QSBR_THRID_INVALID);
 	TAILQ_REMOVE(&job_list, j, next);
 	slot_mark(j->pool_base, pool, false);
 	__atomic_store_n(&tenant_used[j->tenant], tenant_used[j->tenant] - pool,
@@ -254,9 +321,7 @@ job_destroy(struct incad_lcore *lc, struct incad_job *j)
 	__atomic_store_n(&jobs_bytes, jobs_bytes - agg_job_footprint(&j->agg->p) - sizeof(*j),
 			 __ATOMIC_RELAXED);
 	INCAD_LOG(ctrl, INFO, "job %u deleted, %u slots returned", j->id, pool);
-	agg_job_destroy(j->agg);
-	free(j->view);
-	rte_free(j);
+	retire(lc, j, RETIRE_JOB);
 }
 
 /*
@@ -278,12 +343,14 @@ view_update(struct incad_lcore *lc, struct incad_job *j, const struct incad_view
 		__atomic_store_n(&j->paused, 1, __ATOMIC_RELEASE);
 	agg_job_set_members(j->agg, n->live);
 	__atomic_store_n(&j->view, n, __ATOMIC_RELEASE);
-	rte_rcu_qsbr_synchronize(incad.qs, lc->idx);
-	if (reset) {
-		agg_job_reset(j->agg);
-		j->resets++;
-		__atomic_store_n(&j->paused, 0, __ATOMIC_RELEASE);
+	if (!reset) {
+		retire(lc, old, RETIRE_VIEW);
+		return 0;
 	}
+	rte_rcu_qsbr_synchronize(incad.qs, lc->idx);
+	agg_job_reset(j->agg);
+	j->resets++;
+	__atomic_store_n(&j->paused, 0, __ATOMIC_RELEASE);
 	free(old);
 	return 0;
 }
@@ -606,6 +673,7 @@ incad_ctrl_timer(struct incad_lcore *lc, uint64_t now)
 	uint32_t live, gone;
 	unsigned int r;
 
+	reclaim(lc, false);
 	if (incad.cfg.evict_ms == 0)
 		return;
 	for (j = TAILQ_FIRST(&job_list); j != NULL; j = tmp) {
@@ -659,6 +727,8 @@ incad_ctrl_fini(void)
 
 	while ((j = TAILQ_FIRST(&job_list)) != NULL)
 		job_destroy(NULL, j);
+	/* Every reader is offline by now. */
+	reclaim(NULL, true);
 	free(slot_map);
 	slot_map = NULL;
 }

@@ -13,6 +13,7 @@
 
 #include <rte_dev.h>
 #include <rte_ethdev.h>
+#include <rte_string_fns.h>
 
 #include "incad.h"
 
@@ -54,7 +55,7 @@ port_find(const struct incad_port_conf *pc, struct incad_port *p)
 		}
 		p->hotplugged = true;
 	} else if (pc->pci[0] != '\0') {
-		snprintf(p->devname, sizeof(p->devname), "%s", pc->pci);
+		rte_strscpy(p->devname, pc->pci, sizeof(p->devname));
 		if (rte_eth_dev_get_port_by_name(p->devname, &p->port_id) != 0) {
 			ret = rte_dev_probe(pc->pci);
 			if (ret != 0) {
@@ -66,7 +67,7 @@ port_find(const struct incad_port_conf *pc, struct incad_port *p)
 			p->hotplugged = true;
 		}
 	} else {
-		snprintf(p->devname, sizeof(p->devname), "%s", pc->device);
+		rte_strscpy(p->devname, pc->device, sizeof(p->devname));
 	}
 	ret = rte_eth_dev_get_port_by_name(p->devname, &p->port_id);
 	if (ret != 0) {
@@ -149,7 +150,7 @@ incad_ports_init(void)
 		const struct incad_port_conf *pc = &incad.cfg.ports[i];
 		struct incad_port *p = &incad.ports[i];
 
-		snprintf(p->name, sizeof(p->name), "%s", pc->name);
+		rte_strscpy(p->name, pc->name, sizeof(p->name));
 		p->ipv4 = pc->ipv4;
 		p->ipv4_be = rte_cpu_to_be_32(pc->ipv4);
 		ret = port_find(pc, p);
