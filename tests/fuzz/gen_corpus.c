@@ -749,6 +749,20 @@ configs(const char *conf_path)
 		   "  { id = 150; tenant = \"t2\"; nworkers = 1; pool_size = 4; window = 2; },\n"
 		   "  { id = 250; tenant = \"t3\"; token = 0x80000000; nworkers = 2; }\n"
 		   ");\n");
+	write_text("lists",
+		   "ports = ( { name = \"p0\"; device = \"d\"; ipv4 = \"1.2.3.4\"; } );\n"
+		   "tenants = ( { name = \"t\"; token = 1; sources = [\"1.0.0.0/8\","
+		   " \"2.0.0.0/8\", \"3.0.0.0/8\", \"4.0.0.0/8\", \"5.0.0.0/8\", \"6.0.0.0/8\","
+		   " \"7.0.0.0/8\", \"8.0.0.0/8\", \"9.0.0.0/8\", \"10.0.0.0/8\", \"11.0.0.0/8\","
+		   " \"12.0.0.0/8\", \"13.0.0.0/8\", \"14.0.0.0/8\", \"15.0.0.0/8\","
+		   " \"16.0.0.0/8\", \"17.0.0.0/8\"]; } );\n"
+		   "jobs = ( { id = 1; tenant = \"t\"; nworkers = 4; dtypes = []; ops = [1];\n"
+		   "    members = ( { rank = 1; ipv4 = \"1.1.1.1\"; },"
+		   " { rank = 1; ipv4 = \"1.1.1.2\"; }, 5 ); } );\n");
+	/* Short inputs also go to incad_parse_ipv4() as they are. */
+	write_text("addr-plain", "10.77.0.1");
+	write_text("addr-max", "255.255.255.255");
+	write_text("addr-prefix", "10.77.0.0/16");
 	write_text("no-token",
 		   "ports = ( { name = \"p0\"; device = \"d\"; ipv4 = \"1.2.3.4\"; } );\n"
 		   "tenants = ( { name = \"t\"; dynamic_jobs = true; } );\n"
