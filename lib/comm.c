@@ -334,7 +334,7 @@ li_send_ctrl(struct inca_comm *c, unsigned type)
 	}
 	c->st.tx_pkts++;
 	c->st.tx_bytes += p.len;
-	c->last_tx_ns = li_now_ns();
+	li_set_last_tx(c, li_now_ns());
 	if (type == INCA_MSG_HEARTBEAT) {
 		c->st.heartbeats++;
 		c->last_hb_ns = c->last_tx_ns;
@@ -407,8 +407,12 @@ exchange(struct inca_comm *c, unsigned type, unsigned want, uint32_t give_up_ms,
 				c->alive_ns = li_now_ns();
 				return INCA_OK;
 			}
+			/* A NACK echoes the refused message's job and rank: a
+			 * HELLO's has job 0, so a late NACK of our job's data
+			 * cannot pass for a refused HELLO. */
 			if (m.type == INCA_MSG_NACK &&
-			    (type == INCA_MSG_HELLO || (m.job == c->o.job && m.rank == c->o.rank))) {
+			    (type == INCA_MSG_HELLO ? m.job == 0 :
+						      m.job == c->o.job && m.rank == c->o.rank)) {
 				if (m.reason < INCA_NACK_MAX_)
 					c->st.nack_reasons[m.reason]++;
 				c->st.nacks++;
@@ -562,6 +566,7 @@ li_join(struct inca_comm *c, uint32_t give_up_ms)
 	li_stream_reset(c);
 	c->joined = true;
 	c->alive_ns = li_now_ns();
+	li_ka_allow(c, 1);
 	li_log(INCA_LOG_INFO,
 	       "job %u rank %u/%u joined: pool %u window %u max_elems %u caps 0x%x floats %s",
 	       c->o.job, c->o.rank, c->o.size, c->pool, c->window, c->max_elems, c->caps,
@@ -574,6 +579,7 @@ li_leave(struct inca_comm *c, uint32_t wait_ms)
 {
 	struct inca_ctrl_info ack;
 
+	li_ka_allow(c, 0);
 	if (wait_ms == 0)
 		(void)li_send_ctrl(c, INCA_MSG_LEAVE);
 	else
@@ -604,6 +610,7 @@ comm_free(struct inca_comm *c)
 {
 	struct li_req *r, *next;
 
+	li_keepalive_stop(c);
 	for (r = c->head; r != NULL; r = next) {
 		next = r->next;
 		free(r);
@@ -720,6 +727,7 @@ inca_comm_destroy(struct inca_comm *c)
 {
 	if (c == NULL)
 		return;
+	li_keepalive_stop(c);
 	if (c->joined && c->tp != NULL) {
 		uint32_t wait = 4 * c->o.timeout_ms;
 
@@ -744,6 +752,7 @@ inca_comm_stats(const struct inca_comm *c, struct inca_stats *st)
 	if (c == NULL || st == NULL)
 		return;
 	*st = c->st;
+	st->heartbeats += __atomic_load_n(&c->ka_sent, __ATOMIC_RELAXED);
 }
 
 void

@@ -174,7 +174,7 @@ li_flush(struct inca_comm *c)
 		done += ret;
 	}
 	c->ntx = 0;
-	c->last_tx_ns = li_now_ns();
+	li_set_last_tx(c, li_now_ns());
 	return INCA_OK;
 }
 
@@ -682,6 +682,7 @@ li_fail_stream(struct inca_comm *c, int err)
 	}
 	li_log(INCA_LOG_ERR, "job %u rank %u: communicator failed: %s", c->o.job, c->o.rank,
 	       inca_strerror(err));
+	li_ka_allow(c, 0);
 	c->failed = err;
 	fail_all(c, err);
 	return err;

@@ -106,6 +106,7 @@ li_recover(struct inca_comm *c)
 	int ret;
 
 	c->st.recoveries++;
+	li_ka_allow(c, 0);
 	li_log(INCA_LOG_WARN, "job %u rank %u: switching to the fallback at chunk %llu",
 	       c->o.job, c->o.rank, (unsigned long long)c->base);
 	if (!stream)

@@ -211,7 +211,10 @@ struct inca_comm {
 
 	/* liveness */
 	uint64_t alive_ns;    /* last message from the aggregator (or start of waiting) */
-	uint64_t last_tx_ns;
+	uint64_t last_tx_ns;  /* atomic: the keepalive thread reads it */
+	int ka_allowed;       /* atomic: joined and streaming, heartbeats make sense */
+	uint64_t ka_sent;     /* atomic: heartbeats the keepalive thread sent */
+	struct li_keepalive *ka;
 	uint64_t last_hb_ns;
 	int nack_err;         /* a NACK made the stream impossible: pending failure */
 	uint16_t nack_reason;
@@ -253,6 +256,21 @@ void li_req_layout(struct inca_comm *c, struct li_req *r);
 void li_req_complete(struct inca_comm *c, struct li_req *r, int result);
 int li_fail_stream(struct inca_comm *c, int err);
 void li_close_stream(struct inca_comm *c);
+
+/* keepalive.c */
+void li_keepalive_stop(struct inca_comm *c);
+
+static inline void
+li_set_last_tx(struct inca_comm *c, uint64_t now)
+{
+	__atomic_store_n(&c->last_tx_ns, now, __ATOMIC_RELAXED);
+}
+
+static inline void
+li_ka_allow(struct inca_comm *c, int on)
+{
+	__atomic_store_n(&c->ka_allowed, on, __ATOMIC_RELEASE);
+}
 
 /* fallback.c */
 int li_recover(struct inca_comm *c);

@@ -56,6 +56,7 @@ struct tagg_cfg {
 	bool reorder;                /* swap every 3rd RESULT copy with the next */
 	int64_t blackhole_seq;       /* never send this seq's results (-1: none) */
 	unsigned die_after;          /* go silent after this many completions */
+	uint32_t hb_ms, evict_ms;    /* told in CAPS / JOIN_ACK; evict_ms 0: never */
 	uint32_t last_mask;          /* ranks that get the last result before dying */
 };
 
@@ -71,6 +72,8 @@ struct tagg {
 	uint16_t nworkers;
 	uint32_t members;
 	bool was_full;        /* all ranks joined once: a missing one was lost */
+	uint32_t evicted;     /* ranks evicted for silence, until they rejoin */
+	uint64_t seen_ms[INCA_MAX_WORKERS];
 	struct sockaddr_in addr[INCA_MAX_WORKERS];
 	unsigned ncontrib, nresult;
 	uint8_t held[INCA_HDR_LEN + INCA_MAX_PAYLOAD_BYTES];
@@ -142,8 +145,36 @@ tagg_caps(const struct tagg *a, struct inca_ctrl_info *ci)
 	ci->ops = 0x7;
 	ci->max_elems = a->cfg.max_elems;
 	ci->caps = INCA_CAP_BFP | INCA_CAP_SEQ_CHECK | (a->cfg.native ? INCA_CAP_NATIVE_FLOAT : 0);
-	ci->hb_ms = 1000;
-	ci->evict_ms = 60000;
+	ci->hb_ms = a->cfg.hb_ms ? a->cfg.hb_ms : 1000;
+	ci->evict_ms = a->cfg.evict_ms ? a->cfg.evict_ms : 60000;
+}
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Members silent for evict_ms lose their rank and the job its sets. */
+static void
+tagg_evict(struct tagg *a)
+{
+	uint64_t now = mono_ms();
+	unsigned r;
+
+	if (!a->cfg.evict_ms || a->job == NULL)
+		return;
+	for (r = 0; r < a->nworkers; r++) {
+		if (!(a->members & (1u << r)) || now - a->seen_ms[r] <= a->cfg.evict_ms)
+			continue;
+		a->members &= ~(1u << r);
+		a->evicted |= 1u << r;
+		agg_job_set_members(a->job, a->members);
+		agg_job_reset(a->job);
+	}
 }
 
 static bool
@@ -177,6 +208,14 @@ tagg_handle(struct tagg *a, const uint8_t *buf, size_t len, const struct sockadd
 		return; /* a counted drop in incad; never answered */
 	bool member = a->job && (a->members & (1u << m.rank)) && same_addr(&a->addr[m.rank], from);
 
+	if (member)
+		a->seen_ms[m.rank] = mono_ms();
+	if (a->job && (a->evicted & (1u << m.rank)) && m.type != INCA_MSG_JOIN &&
+	    same_addr(&a->addr[m.rank], from)) {
+		tagg_reply(a, &m, INCA_MSG_NACK, INCA_NACK_EVICTED, NULL, from);
+		return;
+	}
+
 	switch (m.type) {
 	case INCA_MSG_JOIN: {
 		inca_ctrl_decode(m.body, &req);
@@ -195,6 +234,7 @@ tagg_handle(struct tagg *a, const uint8_t *buf, size_t len, const struct sockadd
 			ck_assert_ptr_nonnull(a->job);
 			a->nworkers = req.nworkers;
 			a->members = 0;
+			a->evicted = 0;
 			a->was_full = false;
 		}
 		if (req.nworkers != a->nworkers || m.rank >= a->nworkers) {
@@ -203,6 +243,8 @@ tagg_handle(struct tagg *a, const uint8_t *buf, size_t len, const struct sockadd
 		}
 		a->addr[m.rank] = *from;
 		a->members |= 1u << m.rank;
+		a->evicted &= ~(1u << m.rank);
+		a->seen_ms[m.rank] = mono_ms();
 		agg_job_set_members(a->job, a->members);
 		a->was_full |= a->members == a->job->full_mask;
 		atomic_fetch_add(&a->joins, 1);
@@ -307,6 +349,7 @@ tagg_main(void *arg)
 			atomic_store(&a->restart, false);
 			atomic_store(&a->mute, false);
 		}
+		tagg_evict(a);
 		if (poll(&pfd, 1, 10) <= 0)
 			continue;
 		for (i = 0; i < B; i++) {
@@ -1337,6 +1380,59 @@ START_TEST(test_die_and_rejoin)
 }
 END_TEST
 
+/* A compute phase longer than the eviction time between collectives:
+ * with the keepalive thread the membership survives; without it the
+ * aggregator evicts and the next collective is refused. */
+static void
+body_keepalive(struct world *w, unsigned rank, struct inca_comm *c)
+{
+	bool keep = w->user != NULL;
+	struct inca_comm_info info;
+	int ret;
+
+	inca_comm_info(c, &info);
+	ck_assert_uint_eq(info.evict_ms, 300);
+	ck_assert_int_eq(inca_comm_keepalive(c, keep), INCA_OK);
+	run_checked(c, rank, w->n, INCA_DTYPE_INT32, INCA_OP_SUM, 1000, 1, false);
+	usleep(800 * 1000);
+	if (keep) {
+		run_checked(c, rank, w->n, INCA_DTYPE_FP32, INCA_OP_SUM, 1000, 2, false);
+		ck_assert_int_eq(inca_comm_keepalive(c, 0), INCA_OK);
+	} else {
+		int32_t x[10] = {0};
+
+		ret = inca_allreduce(c, INCA_IN_PLACE, x, 10, INCA_DTYPE_INT32, INCA_OP_SUM);
+		ck_assert_int_eq(ret, INCA_EREFUSED);
+	}
+}
+
+START_TEST(test_keepalive)
+{
+	struct tagg_cfg cfg;
+	struct tagg *a;
+	struct world w;
+	unsigned r;
+
+	tagg_cfg_init(&cfg);
+	cfg.hb_ms = 100;
+	cfg.evict_ms = 300;
+	a = tagg_start(&cfg);
+	world_init(&w, 2, a, body_keepalive);
+	world_run(&w);
+	tagg_stop(a);
+
+	a = tagg_start(&cfg);
+	world_init(&w, 2, a, body_keepalive);
+	w.user = &w; /* keepalive on */
+	world_run(&w);
+	for (r = 0; r < w.n; r++) {
+		ck_assert_uint_ge(w.st[r].heartbeats, 3);
+		ck_assert_uint_eq(w.st[r].nacks, 0);
+	}
+	tagg_stop(a);
+}
+END_TEST
+
 /* ---- BFP accuracy ------------------------------------------------------------ */
 
 /* Data of widely different magnitudes per chunk. */
@@ -1534,6 +1630,7 @@ engine_suite(void)
 	TCL("die_mid_fallback", test_die_mid, 10, 30);
 	TC("die_hole_fallback", test_die_hole, 30);
 	TC("die_and_rejoin", test_die_and_rejoin, 60);
+	TC("keepalive", test_keepalive, 30);
 	TCL("bfp_error_bound", test_bfp_bound, 3, 60);
 	TC("float_mode", test_float_mode, 30);
 	return s;

@@ -310,6 +310,18 @@ INCA_API int inca_barrier(struct inca_comm *c);
 INCA_API int inca_comm_progress(struct inca_comm *c);
 
 /**
+ * Start (@p on != 0) or stop a background thread that sends a HEARTBEAT
+ * whenever the communicator sent nothing for half the aggregator's
+ * heartbeat interval, so that compute phases longer than the aggregator's
+ * eviction time (inca_comm_info().evict_ms) between collectives do not cost
+ * the membership. The thread only sends: everything else still happens in
+ * the caller's calls. Off by default; inca_comm_destroy() stops it. Without
+ * a membership (fallback from the start) it is a no-op. Not thread-safe
+ * with other calls on @p c.
+ */
+INCA_API int inca_comm_keepalive(struct inca_comm *c, int on);
+
+/**
  * Counters of a communicator. X(name, description).
  */
 #define INCA_STATS_FIELDS(X) \
