@@ -373,7 +373,8 @@ exchange(struct inca_comm *c, unsigned type, unsigned want, uint32_t give_up_ms,
 			ret = li_send_ctrl(c, type);
 			if (ret < 0)
 				return ret;
-			next = now + (rto << (tries < LI_MAX_BACKOFF_SHIFT ? tries : LI_MAX_BACKOFF_SHIFT));
+			next = now + (rto << (tries < LI_MAX_BACKOFF_SHIFT ? tries :
+								 LI_MAX_BACKOFF_SHIFT));
 			tries++;
 		}
 		wait_ms = (int)(((next < end ? next : end) - now + 999999) / 1000000);
@@ -529,7 +530,8 @@ li_join(struct inca_comm *c, uint32_t give_up_ms)
 	if (ret < 0)
 		return ret;
 	if (ack.nworkers != 0 && ack.nworkers != c->o.size) {
-		li_log(INCA_LOG_ERR, "JOIN_ACK for %u workers, we are %u", ack.nworkers, c->o.size);
+		li_log(INCA_LOG_ERR, "JOIN_ACK for %u workers, we are %u", ack.nworkers,
+		       c->o.size);
 		li_leave(c, 0);
 		return INCA_EPROTO;
 	}

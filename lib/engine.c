@@ -419,8 +419,9 @@ deliver(struct inca_comm *c, struct li_chunk *e)
 	if (e->idx >= r->nprime && r->recvbuf != NULL) {
 		chunk_geom(r, e->idx, &off, &cnt);
 		if (r->kind == LI_KIND_BCAST)
-			li_decode((uint8_t *)r->recvbuf + off * 4, e->payload, cnt, INCA_DTYPE_INT32,
-				  INCA_OP_SUM, LI_MODE_RAW, 0, c->o.size, r->bytes - off * 4);
+			li_decode((uint8_t *)r->recvbuf + off * 4, e->payload, cnt,
+				  INCA_DTYPE_INT32, INCA_OP_SUM, LI_MODE_RAW, 0, c->o.size,
+				  r->bytes - off * 4);
 		else
 			li_decode((uint8_t *)r->recvbuf + off * inca_dtype_size(r->dtype),
 				  e->payload, cnt, r->dtype, r->op, r->mode, e->exp_used,
@@ -500,7 +501,8 @@ handle_result(struct inca_comm *c, const struct inca_msg *m)
 		for (j = c->base; j < k; j++) {
 			struct li_chunk *o = ent_of(c, j);
 
-			if (o->state == LI_CH_SENT && o->sent_ns <= e->sent_ns && o->later < UINT8_MAX)
+			if (o->state == LI_CH_SENT && o->sent_ns <= e->sent_ns &&
+			    o->later < UINT8_MAX)
 				o->later++;
 		}
 	}
@@ -638,7 +640,8 @@ li_progress(struct inca_comm *c, int wait_ms)
 	if (next < until)
 		until = next;
 	{
-		uint64_t hb = (c->alive_ns > c->last_hb_ns ? c->alive_ns : c->last_hb_ns) + hb_every;
+		uint64_t heard = c->alive_ns > c->last_hb_ns ? c->alive_ns : c->last_hb_ns;
+		uint64_t hb = heard + hb_every;
 		uint64_t gu = c->alive_ns + (uint64_t)c->o.give_up_ms * NS_PER_MS;
 
 		if (hb < until)

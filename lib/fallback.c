@@ -181,7 +181,8 @@ li_recover(struct inca_comm *c)
 			 * k: this rank must have it in flight. */
 			if (!stream || e->seq != k || e->state != LI_CH_SENT || slot[0] < 0 ||
 			    (uint32_t)slot[0] > c->max_payload) {
-				li_log(INCA_LOG_ERR, "job %u rank %u: recovery: chunk %llu unknown here",
+				li_log(INCA_LOG_ERR,
+				       "job %u rank %u: recovery: chunk %llu unknown here",
 				       c->o.job, c->o.rank, (unsigned long long)k);
 				ret = INCA_EPROTO;
 				goto out;

@@ -417,8 +417,10 @@ one_allreduce(struct bench *b, struct inca_comm *c, const void *in, void *out, s
 	for (k = 0; k < n; k++) {
 		size_t cnt = off + part <= count ? part : count - off;
 
-		ret = inca_iallreduce(c, b->inplace ? INCA_IN_PLACE : (const uint8_t *)in + off * es,
-				      (uint8_t *)out + off * es, cnt, b->dtype, b->op, &req[k]);
+		const void *src = b->inplace ? INCA_IN_PLACE : (const uint8_t *)in + off * es;
+
+		ret = inca_iallreduce(c, src, (uint8_t *)out + off * es, cnt, b->dtype, b->op,
+				      &req[k]);
 		if (ret < 0) {
 			n = k;
 			first = ret;
@@ -496,15 +498,17 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 	red[1] = (int32_t)lround(t_min * 10);
 	red[2] = (int32_t)lround(t_max * 10);
 	red[3] = (int32_t)(bad > INT32_MAX ? INT32_MAX : bad);
-	if ((ret = inca_allreduce(c, INCA_IN_PLACE, &red[0], 1, INCA_DTYPE_INT32, INCA_OP_SUM)) < 0 ||
-	    (ret = inca_allreduce(c, INCA_IN_PLACE, &red[1], 1, INCA_DTYPE_INT32, INCA_OP_MIN)) < 0 ||
-	    (ret = inca_allreduce(c, INCA_IN_PLACE, &red[2], 1, INCA_DTYPE_INT32, INCA_OP_MAX)) < 0 ||
-	    (ret = inca_allreduce(c, INCA_IN_PLACE, &red[3], 1, INCA_DTYPE_INT32, INCA_OP_SUM)) < 0)
-		return ret;
+	static const unsigned red_op[4] = {INCA_OP_SUM, INCA_OP_MIN, INCA_OP_MAX, INCA_OP_SUM};
+
+	for (k = 0; k < 4; k++) {
+		ret = inca_allreduce(c, INCA_IN_PLACE, &red[k], 1, INCA_DTYPE_INT32, red_op[k]);
+		if (ret < 0)
+			return ret;
+	}
 	if (red[3] != 0) {
 		*rc = 1;
 		if (bad)
-			fprintf(stderr, "inca-bench: rank %u: %s %s %zu bytes: %zu wrong elements\n",
+			fprintf(stderr, "inca-bench: rank %u: %s %s %zu bytes: %zu wrong\n",
 				b->o.rank, inca_dtype_name(b->dtype), inca_op_name(b->op), bytes,
 				bad);
 	}
@@ -604,8 +608,8 @@ main(int argc, char **argv)
 	b.verify = true;
 	b.inflight = 1;
 
-	while ((opt = getopt_long(argc, argv, "a:j:r:n:t:b:m:M:s:i:I:x:d:o:L:W:E:U:T:G:F:k:vh", lopts,
-				  NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "a:j:r:n:t:b:m:M:s:i:I:x:d:o:L:W:E:U:T:G:F:k:vh",
+				  lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'a': b.o.aggregator = optarg; break;
 		case 'j': b.o.job = num("-j", optarg, UINT16_MAX); break;
@@ -621,7 +625,8 @@ main(int argc, char **argv)
 		case 's': {
 			char *tok, *save;
 
-			for (tok = strtok_r(optarg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			for (tok = strtok_r(optarg, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
 				if (b.nsizes == 64) {
 					fprintf(stderr, "inca-bench: at most 64 sizes\n");
 					return 2;
@@ -721,11 +726,13 @@ main(int argc, char **argv)
 			b.op = b.ops[oi];
 			if (b.o.rank == 0 && !b.json && !b.csv)
 				printf("# %s %s\n%12s %10s %11s %11s %11s %12s %8s %6s\n",
-				       inca_dtype_name(b.dtype), inca_op_name(b.op), "bytes", "count",
-				       "avg_us", "min_us", "max_us", "algbw_MB/s", "util", "check");
+				       inca_dtype_name(b.dtype), inca_op_name(b.op), "bytes",
+				       "count", "avg_us", "min_us", "max_us", "algbw_MB/s", "util",
+				       "check");
 			if (b.nsizes > 0) {
 				for (k = 0; k < b.nsizes && ret >= 0; k++)
-					ret = run_size(&b, c, in, out, b.sizes[k], &first_row, &rc);
+					ret = run_size(&b, c, in, out, b.sizes[k], &first_row,
+						       &rc);
 			} else {
 				size_t es = inca_dtype_size(b.dtype);
 
@@ -743,7 +750,8 @@ main(int argc, char **argv)
 		if (b.json)
 			printf("],\"stats\":{\"retransmits\":%llu,\"replays\":%llu,"
 			       "\"recoveries\":%llu,\"fallback_calls\":%llu,"
-			       "\"fallback_collectives\":%llu,\"rejoins\":%llu,\"chunks\":%llu}}\n",
+			       "\"fallback_collectives\":%llu,\"rejoins\":%llu,"
+			       "\"chunks\":%llu}}\n",
 			       (unsigned long long)st.retransmits, (unsigned long long)st.replays,
 			       (unsigned long long)st.recoveries,
 			       (unsigned long long)st.fallback_calls,

@@ -1509,8 +1509,9 @@ body_bfp(struct world *w, unsigned rank, struct inca_comm *c)
 				}
 				bound = inca_bfp_error_bound(w->n, e, y) + rel * fabs(y);
 				if (!(fabs(y - exact) <= bound))
-					ck_abort_msg("%s element %zu: %.9g vs exact %.9g, bound %.3g",
-						     inca_dtype_name(dt), i, y, exact, bound);
+					ck_abort_msg("%s element %zu: %.9g vs exact %.9g, "
+						     "bound %.3g", inca_dtype_name(dt), i, y,
+						     exact, bound);
 			}
 		}
 		free(buf);
