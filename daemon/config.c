@@ -172,19 +172,34 @@ get_bool(struct parser *p, const config_setting_t *g, const char *name, bool *ou
 		*out = config_setting_get_bool(s);
 }
 
+/*
+ * Strict dotted quad: four groups of one to three decimal digits, each at
+ * most 255, nothing else. sscanf("%u") would accept signs, spaces and
+ * values that wrap around an unsigned int (4294967306 reads as 10).
+ */
 int
 incad_parse_ipv4(const char *s, uint32_t *ip)
 {
-	unsigned int a[4];
-	char tail;
+	uint32_t v = 0;
 	int i;
 
-	if (sscanf(s, "%u.%u.%u.%u%c", &a[0], &a[1], &a[2], &a[3], &tail) != 4)
-		return -EINVAL;
-	for (i = 0; i < 4; i++)
-		if (a[i] > 255)
+	for (i = 0; i < 4; i++) {
+		unsigned int octet = 0, digits = 0;
+
+		while (*s >= '0' && *s <= '9' && digits < 4) {
+			octet = octet * 10 + (unsigned int)(*s - '0');
+			s++;
+			digits++;
+		}
+		if (digits == 0 || digits > 3 || octet > 255)
 			return -EINVAL;
-	*ip = a[0] << 24 | a[1] << 16 | a[2] << 8 | a[3];
+		v = v << 8 | octet;
+		if (i < 3 && *s++ != '.')
+			return -EINVAL;
+	}
+	if (*s != '\0')
+		return -EINVAL;
+	*ip = v;
 	return 0;
 }
 
@@ -228,20 +243,41 @@ prefix_mask(unsigned int len)
 }
 
 static int
+hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Strict "xx:xx:xx:xx:xx:xx": one or two hex digits per byte, nothing else. */
+static int
 parse_mac(const char *s, uint8_t mac[6])
 {
-	unsigned int b[6];
-	char tail;
 	int i;
 
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-		   &tail) != 6)
-		return -EINVAL;
 	for (i = 0; i < 6; i++) {
-		if (b[i] > 255)
+		int hi = hex_digit(s[0]), lo;
+
+		if (hi < 0)
 			return -EINVAL;
-		mac[i] = (uint8_t)b[i];
+		lo = hex_digit(s[1]);
+		if (lo >= 0) {
+			mac[i] = (uint8_t)(hi << 4 | lo);
+			s += 2;
+		} else {
+			mac[i] = (uint8_t)hi;
+			s += 1;
+		}
+		if (i < 5 && *s++ != ':')
+			return -EINVAL;
 	}
+	if (*s != '\0')
+		return -EINVAL;
 	/* A multicast address cannot be a port's own. */
 	if (mac[0] & 1)
 		return -EINVAL;
