@@ -21,6 +21,7 @@
 #include <rte_udp.h>
 #include <rte_lcore.h>
 #include <rte_prefetch.h>
+#include <rte_random.h>
 
 #include "csum.h"
 #include "ctrl.h"
@@ -425,6 +426,18 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	rte_pktmbuf_free(m);
 }
 
+/*
+ * Loss on purpose (/incad/drop_prob), for testing the workers' recovery:
+ * when it is off, the cost is one load and a branch per contribution.
+ */
+static inline bool
+injected_loss(void)
+{
+	uint64_t t = __atomic_load_n(&incad.drop_thresh, __ATOMIC_RELAXED);
+
+	return unlikely(t != 0) && (rte_rand() & UINT32_MAX) < t;
+}
+
 /* A valid UDP datagram to the INCA port of a local address. Takes @m. */
 static void
 inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
@@ -458,6 +471,10 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 
 	switch (msg->type) {
 	case INCA_MSG_CONTRIB:
+		if (injected_loss()) {
+			incad_drop_mbuf(lc, m, INCAD_DROP_INJECTED_LOSS);
+			return;
+		}
 		owner = (msg->job + msg->slot) % incad.nlcores;
 		if (owner == lc->idx) {
 			contrib_input(lc, m, now);
@@ -645,6 +662,28 @@ idle(struct incad_lcore *lc, unsigned int work)
 		lc->sleep_us = incad.cfg.idle_max_sleep_us;
 }
 
+/*
+ * An eviction an operator asked for (/incad/evict): the member is made to
+ * look silent for longer than evict_ms, so that the eviction timer, which
+ * runs next on this lcore, removes it as it removes any silent member.
+ */
+static void
+evict_requested(uint64_t now)
+{
+	uint32_t req = __atomic_exchange_n(&incad.evict_req, 0, __ATOMIC_ACQUIRE);
+	uint64_t limit = incad.hz * incad.cfg.evict_ms / 1000;
+	unsigned int rank = req & 0xff;
+	struct incad_job *j;
+
+	if (req == 0)
+		return;
+	j = incad_job_get((uint16_t)(req >> 8));
+	if (j == NULL || rank >= INCA_MAX_WORKERS || !((incad_job_view(j)->live >> rank) & 1))
+		return;
+	INCAD_LOG(ctrl, NOTICE, "job %u: evicting rank %u on request", j->id, rank);
+	__atomic_store_n(&j->last_seen[rank], now - limit - 1, __ATOMIC_RELAXED);
+}
+
 static void
 io_loop(struct incad_lcore *lc)
 {
@@ -669,6 +708,7 @@ io_loop(struct incad_lcore *lc)
 		work += io_drain_tx_rings(lc);
 		io_flush(lc);
 		if (now >= next_timer) {
+			evict_requested(now);
 			incad_ctrl_timer(lc, now);
 			io_flush(lc);
 			if (lc->lcore_id == rte_get_main_lcore())

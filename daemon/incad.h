@@ -87,7 +87,8 @@ enum incad_counter {
 	X(RING_FULL, "dispatch ring to an aggregation lcore full") \
 	X(TX_RING_FULL, "ring back to the I/O lcore full") \
 	X(TX_FULL, "port transmit queue full") \
-	X(SHUTDOWN, "frame left in a ring at shutdown")
+	X(SHUTDOWN, "frame left in a ring at shutdown") \
+	X(INJECTED_LOSS, "contribution dropped on purpose (telemetry /incad/drop_prob)")
 
 enum incad_drop {
 #define INCAD_X_(n, d) INCAD_DROP_##n,
@@ -161,6 +162,9 @@ struct incad {
 	size_t mbuf_bytes;             /* footprint figures printed at start-up */
 	size_t slot_bytes_max;
 	size_t table_bytes;
+	/* Operator requests from telemetry, carried out by the I/O lcore. */
+	uint64_t drop_thresh;          /* drop a contribution if rand32 < this (2^32: all) */
+	uint32_t evict_req;            /* job << 8 | rank to evict; 0: none pending */
 };
 
 extern struct incad incad;

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,6 +181,105 @@ tel_job(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d
 		}
 		rte_tel_data_add_dict_container(d, "member_addrs", md, 0);
 	}
+	/* Milliseconds since each known member was last heard from. */
+	md = rte_tel_data_alloc();
+	if (md != NULL) {
+		uint64_t now = incad_now();
+
+		rte_tel_data_start_dict(md);
+		known = v->live | v->evicted;
+		while (known != 0) {
+			r = __builtin_ctz(known);
+			known &= known - 1;
+			snprintf(key, sizeof(key), "%u", r);
+			rte_tel_data_add_dict_u64(md, key, (now - __atomic_load_n(&j->last_seen[r],
+						  __ATOMIC_RELAXED)) * 1000 / incad.hz);
+		}
+		rte_tel_data_add_dict_container(d, "member_last_seen_ms", md, 0);
+	}
+	return 0;
+}
+
+/*
+ * Evict a live member, as if it had been silent for evict_ms: the request
+ * is carried out by the I/O lcore within one timer tick (10 ms); the
+ * answer only says it was accepted. Parameters: job id, rank.
+ */
+static int
+tel_evict(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
+{
+	const struct incad_job *j;
+	unsigned long id, rank;
+	uint32_t req, none = 0;
+	char *end;
+
+	if (params == NULL)
+		return -EINVAL;
+	errno = 0;
+	id = strtoul(params, &end, 10);
+	if (errno != 0 || end == params || *end != ',' || id == 0 || id > 65535)
+		return -EINVAL;
+	params = end + 1;
+	rank = strtoul(params, &end, 10);
+	if (errno != 0 || end == params || *end != '\0' || rank >= INCA_MAX_WORKERS)
+		return -EINVAL;
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_int(d, "job", (int)id);
+	rte_tel_data_add_dict_int(d, "rank", (int)rank);
+	j = incad_job_get((uint16_t)id);
+	if (j == NULL) {
+		rte_tel_data_add_dict_string(d, "error", "no such job");
+		return 0;
+	}
+	if (!((incad_job_view((struct incad_job *)j)->live >> rank) & 1)) {
+		rte_tel_data_add_dict_string(d, "error", "rank is not a live member");
+		return 0;
+	}
+	if (incad.cfg.evict_ms == 0) {
+		rte_tel_data_add_dict_string(d, "error", "eviction is off (evict_ms = 0)");
+		return 0;
+	}
+	req = (uint32_t)(id << 8 | rank);
+	if (!__atomic_compare_exchange_n(&incad.evict_req, &none, req, false, __ATOMIC_RELEASE,
+					 __ATOMIC_RELAXED)) {
+		rte_tel_data_add_dict_string(d, "error", "another eviction is pending, retry");
+		return 0;
+	}
+	rte_tel_data_add_dict_string(d, "status", "requested");
+	return 0;
+}
+
+static void
+add_drop_prob(struct rte_tel_data *d)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%.9g",
+		 (double)__atomic_load_n(&incad.drop_thresh, __ATOMIC_RELAXED) / 4294967296.0);
+	rte_tel_data_add_dict_string(d, "drop_prob", buf);
+}
+
+/*
+ * Probability of dropping each contribution received (counted as
+ * incad/INJECTED_LOSS), to test recovery from loss. Parameter: a number
+ * in [0, 1]; 0 turns it off; none: only report it.
+ */
+static int
+tel_drop_prob(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
+{
+	double p;
+	char *end;
+
+	if (params != NULL && *params != '\0') {
+		errno = 0;
+		p = strtod(params, &end);
+		if (errno != 0 || end == params || *end != '\0' || !(p >= 0.0 && p <= 1.0))
+			return -EINVAL;
+		__atomic_store_n(&incad.drop_thresh, (uint64_t)llround(p * 4294967296.0),
+				 __ATOMIC_RELAXED);
+	}
+	rte_tel_data_start_dict(d);
+	add_drop_prob(d);
 	return 0;
 }
 
@@ -267,6 +367,8 @@ tel_stats(const char *cmd __rte_unused, const char *params __rte_unused,
 	rte_tel_data_add_dict_u64(d, "mem_slots_max_bytes", incad.slot_bytes_max);
 	rte_tel_data_add_dict_u64(d, "mem_jobs_bytes", incad_jobs_bytes());
 	rte_tel_data_add_dict_u64(d, "mem_tables_bytes", incad.table_bytes);
+	rte_tel_data_add_dict_u64(d, "evict_ms", incad.cfg.evict_ms);
+	add_drop_prob(d);
 	for (i = 0; i < INCAD_CNT_COUNT; i++)
 		rte_tel_data_add_dict_u64(d, incad_counter_name(i), s.cnt[i]);
 	for (i = 1; i < INCA_NACK_MAX_; i++) {
@@ -312,6 +414,9 @@ static const struct {
 	{"/incad/drops", tel_drops, "incad drops by reason"},
 	{"/incad/stats", tel_stats, "incad counters, NACKs sent and memory"},
 	{"/incad/tenants", tel_tenants, "incad tenants and their slot use"},
+	{"/incad/evict", tel_evict, "evict a live member. Parameters: job id, rank"},
+	{"/incad/drop_prob", tel_drop_prob,
+	 "probability of dropping each contribution received. Parameter: 0..1 (0: off)"},
 };
 
 static int
