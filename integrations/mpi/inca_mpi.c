@@ -38,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -107,19 +106,14 @@ static struct {
 	struct im_conf conf;
 	MPI_Comm fb_comm;    /* private duplicate of WORLD for the fallback */
 	struct inca_comm *comm;
-	/* Serialises every use of @comm: the application's threads (with
-	 * MPI_THREAD_MULTIPLE) and the keep-alive thread. */
+	/* Serialises every use of @comm by the application's threads (with
+	 * MPI_THREAD_MULTIPLE). */
 	pthread_mutex_t lock;
 	struct im_ireq *ireqs; /* in issue order */
 	unsigned nireqs;       /* read without the lock as a fast-path test */
-	pthread_t ka_thread;
-	bool ka_running;
-	bool ka_stop;
-	pthread_cond_t ka_cond;
 	struct im_counters n;
 } im = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.ka_cond = PTHREAD_COND_INITIALIZER,
 	.fb_comm = MPI_COMM_NULL,
 };
 
@@ -291,46 +285,6 @@ im_fallback(void *ctx, const struct inca_fallback_args *a)
 	return 0;
 }
 
-/* ---- keep-alive --------------------------------------------------------- */
-
-/*
- * libinca has no thread of its own: a rank that computes for longer than
- * the aggregator's evict_ms without a collective would be evicted and pay
- * a fallback round and a rejoin. This thread services the communicator
- * (heartbeats) while no collective is running and no request is in flight,
- * which is exactly when inca_comm_progress() can neither block nor call
- * the fallback, so it never calls MPI.
- */
-static void *
-keepalive_main(void *arg)
-{
-	struct inca_comm_info info;
-	uint32_t every_ms;
-
-	(void)arg;
-	pthread_mutex_lock(&im.lock);
-	inca_comm_info(im.comm, &info);
-	every_ms = info.hb_ms ? info.hb_ms / 2 : 500;
-	if (every_ms < 10)
-		every_ms = 10;
-	while (!im.ka_stop) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += every_ms / 1000;
-		ts.tv_nsec += (long)(every_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&im.ka_cond, &im.lock, &ts);
-		if (!im.ka_stop && im.nireqs == 0)
-			(void)inca_comm_progress(im.comm);
-	}
-	pthread_mutex_unlock(&im.lock);
-	return NULL;
-}
-
 /* ---- set-up and tear-down ----------------------------------------------- */
 
 static void
@@ -417,8 +371,12 @@ im_setup(void)
 		im_log(INCA_LOG_INFO, "job %u, %d ranks, aggregator %s: %s", im.conf.job, im.size,
 		       im.conf.aggregator, agree[1] ? "joined" : "not reachable, using the fallback");
 	im.enabled = true;
-	if (im.conf.keepalive && pthread_create(&im.ka_thread, NULL, keepalive_main, NULL) == 0)
-		im.ka_running = true;
+	/* libinca sends only from inside its calls: a rank computing longer
+	 * than the aggregator's evict_ms between collectives would be evicted
+	 * and pay a fallback round and a rejoin. Its keepalive thread sends
+	 * heartbeats meanwhile (and never calls MPI). */
+	if (im.conf.keepalive && (ret = inca_comm_keepalive(im.comm, 1)) < 0)
+		im_log(INCA_LOG_WARN, "no keepalive thread: %s", inca_strerror(ret));
 }
 
 static void
@@ -478,14 +436,6 @@ im_teardown(void)
 
 	if (!im.enabled)
 		return;
-	if (im.ka_running) {
-		pthread_mutex_lock(&im.lock);
-		im.ka_stop = true;
-		pthread_cond_signal(&im.ka_cond);
-		pthread_mutex_unlock(&im.lock);
-		pthread_join(im.ka_thread, NULL);
-		im.ka_running = false;
-	}
 	/* Requests the application never completed (erroneous in MPI) must
 	 * still finish everywhere before anyone leaves the job. */
 	pthread_mutex_lock(&im.lock);

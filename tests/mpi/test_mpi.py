@@ -129,11 +129,13 @@ def main():
                 assert s['chunks'] == st[0]['chunks']
             job = incad.job(JOB)
             log('incad job %d: %s' % (JOB, job))
-            assert job['COMPLETE'] == st[0]['chunks'], \
+            # At least every chunk the ranks completed (libinca adds a
+            # closing round of its own before leaving).
+            assert job['COMPLETE'] >= st[0]['chunks'], \
                 'incad completed %d sets, ranks completed %d chunks' % (job['COMPLETE'],
                                                                        st[0]['chunks'])
             assert job['CONTRIB'] == args.np * job['COMPLETE']
-            log('run 1 (incad): PASS, %d chunks through incad' % job['COMPLETE'])
+            log('run 1 (incad): PASS, %d sets completed by incad' % job['COMPLETE'])
 
         # 2. incad stopped: the same program through libinca's fallback.
         expect, st = run_check(rack, args, stats, {'INCA_GIVE_UP_MS': '1000'})

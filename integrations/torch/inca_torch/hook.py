@@ -1,0 +1,388 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The INCA authors
+"""IncaState and the DDP communication hook that allreduces gradient
+buckets through libinca.
+
+Threads: libinca wants a communicator used by one thread at a time and
+makes progress only inside its calls. An IncaState therefore owns one
+worker thread that makes every libinca call on its communicator: the hook
+queues a bucket and returns a torch.futures.Future at once, the worker
+streams the queued buckets through libinca in order (several in flight in
+one window, so communication overlaps the rest of the backward pass),
+divides each result by the world size and completes its future.
+libinca's keepalive thread sends heartbeats between steps, so long pauses
+(evaluation, checkpoints) do not get the rank evicted.
+
+Fallback: libinca calls back into Python (ctypes CFUNCTYPE, on the worker
+thread) when the aggregator is absent, refuses the job or stops answering;
+the callback runs dist.all_reduce on a private gloo group created for this
+state. The group is private because the worker thread issues its
+collectives while the training thread may issue its own (DDP's buffer
+broadcasts, the user's): two threads must never share one group, or the
+ranks could order their collectives differently.
+"""
+
+import collections
+import ctypes
+import logging
+import os
+import threading
+
+import torch
+import torch.distributed as dist
+
+from . import _libinca as L
+
+log = logging.getLogger('inca_torch')
+
+_TORCH_DTYPES = {
+    torch.float32: L.DTYPE_FP32,
+    torch.float16: L.DTYPE_FP16,
+    torch.bfloat16: L.DTYPE_BF16,
+    torch.int32: L.DTYPE_INT32,
+}
+_INCA_TO_TORCH = {v: k for k, v in _TORCH_DTYPES.items()}
+_ELEM_SIZE = {L.DTYPE_INT32: 4, L.DTYPE_FP32: 4, L.DTYPE_FP16: 2, L.DTYPE_BF16: 2}
+_OPS = {'sum': L.OP_SUM, 'min': L.OP_MIN, 'max': L.OP_MAX}
+_DIST_OPS = {L.OP_SUM: dist.ReduceOp.SUM, L.OP_MIN: dist.ReduceOp.MIN,
+             L.OP_MAX: dist.ReduceOp.MAX}
+_PY_LOG = {L.LOG_ERR: logging.ERROR, L.LOG_WARN: logging.WARNING, L.LOG_INFO: logging.INFO,
+           L.LOG_DEBUG: logging.DEBUG}
+
+_lib = None
+_log_cb = None
+
+
+def _env_int(name, default, lo, hi):
+    s = os.environ.get(name, '')
+    if s == '':
+        return default
+    v = int(s, 0)
+    if not lo <= v <= hi:
+        raise ValueError('%s=%s: want %d..%d' % (name, s, lo, hi))
+    return v
+
+
+def library(path=None):
+    """The process's libinca (loaded once), with its log routed to the
+    'inca_torch' logger at the level INCA_TORCH_VERBOSE (0 errors, 1
+    warnings (default), 2 info, 3 debug)."""
+    global _lib, _log_cb
+    if _lib is None:
+        _lib = L.load(path)
+
+        def _log(ctx, level, msg):
+            log.log(_PY_LOG.get(level, logging.DEBUG), 'libinca: %s',
+                    msg.decode(errors='replace'))
+        _log_cb = L.LOG_FN(_log)
+        _lib.inca_set_log_fn(_log_cb, None, _env_int('INCA_TORCH_VERBOSE', 1, 0, 3))
+    return _lib
+
+
+def _tensor_at(addr, count, dtype):
+    """A tensor over @count elements of foreign memory at @addr (no copy)."""
+    size = count * torch.tensor([], dtype=dtype).element_size()
+    buf = (ctypes.c_char * size).from_address(addr)
+    return torch.frombuffer(buf, dtype=dtype, count=count)
+
+
+class _Item:
+    __slots__ = ('tensor', 'op', 'divide', 'future', 'req')
+
+    def __init__(self, tensor, op, divide):
+        self.tensor, self.op, self.divide = tensor, op, divide
+        self.future = torch.futures.Future()
+        self.req = ctypes.c_void_p()
+
+
+class IncaState:
+    """One rank's membership in an INCA job, for the default process group.
+
+    Create it on every rank after dist.init_process_group() (any backend;
+    gloo is what PyTorch's CPU training uses). Rank 0 reads the job from
+    its environment (INCA_AGGREGATOR, INCA_JOB, INCA_TOKEN and the other
+    INCA_* variables of libinca, see docs/libinca.md) and broadcasts it, so
+    every rank uses the same parameters. Without INCA_AGGREGATOR (or with
+    INCA_TORCH_DISABLE=1) the state passes everything to gloo.
+
+    Use it as the state of inca_allreduce_hook, or call allreduce() /
+    allreduce_async() on CPU tensors. Call close() on every rank at the end
+    (or use it as a context manager).
+    """
+
+    def __init__(self, lib_path=None):
+        if not dist.is_initialized():
+            raise RuntimeError('IncaState: call dist.init_process_group() first')
+        self.rank = dist.get_rank()
+        self.size = dist.get_world_size()
+        self.calls = {'inca': 0, 'gloo': 0}
+        self.comm = None
+        self.job = 0
+        self._closed = False
+        self._thread = None
+        # Collective: every rank creates it, in the same order.
+        self.group = dist.new_group(backend='gloo')
+
+        conf = [self._read_conf(lib_path)] if self.rank == 0 else [None]
+        dist.broadcast_object_list(conf, src=0, group=self.group)
+        conf = conf[0]
+        if conf is None:
+            return
+        if self.size > 32:
+            if self.rank == 0:
+                log.warning('%d ranks, INCA jobs have at most 32: using gloo', self.size)
+            return
+        self.lib = library(lib_path)
+        self.job = conf['job']
+        self._create(conf)
+
+    # ---- set-up ----------------------------------------------------------
+
+    def _read_conf(self, lib_path):
+        """Rank 0: the job's parameters from the environment, or None."""
+        if _env_int('INCA_TORCH_DISABLE', 0, 0, 1):
+            return None
+        if not os.environ.get('INCA_AGGREGATOR'):
+            log.info('INCA_AGGREGATOR is not set: gradients go through gloo')
+            return None
+        lib = library(lib_path)
+        o = L.CommOpts()
+        lib.inca_comm_opts_init(ctypes.byref(o))
+        ret = lib.inca_comm_opts_from_env(ctypes.byref(o))
+        if ret != L.OK:
+            log.error('bad INCA_* variable (%s): gradients go through gloo',
+                      L.strerror(lib, ret))
+            return None
+        if o.job == 0:
+            log.error('INCA_JOB is not set (1..65535): gradients go through gloo')
+            return None
+        conf = {f: getattr(o, f) for f in L.JOB_FIELDS}
+        conf['aggregator'] = o.aggregator.decode()
+        return conf
+
+    def _create(self, conf):
+        lib = self.lib
+        o = L.CommOpts()
+        lib.inca_comm_opts_init(ctypes.byref(o))
+        for f in L.JOB_FIELDS:
+            setattr(o, f, conf[f])
+        # Kept referenced: libinca copies the strings, ctypes needs the
+        # callback object alive as long as the communicator.
+        self._agg = conf['aggregator'].encode()
+        self._bind = os.environ.get('INCA_BIND', '').encode() or None
+        self._fb = L.FALLBACK_FN(self._fallback)
+        o.aggregator = self._agg
+        o.bind = self._bind
+        o.rank = self.rank
+        o.size = self.size
+        o.fallback = self._fb
+        comm = ctypes.c_void_p()
+        ret = lib.inca_comm_create(ctypes.byref(o), ctypes.byref(comm))
+        if ret != L.OK:
+            log.error('rank %d: inca_comm_create: %s', self.rank, L.strerror(lib, ret))
+            comm = ctypes.c_void_p()
+        joined = 0
+        if ret == L.OK:
+            joined = int(not self._info(comm).in_fallback)
+        # Every rank takes the same path. None joined: libinca's fallback
+        # mode (it probes the aggregator later and rejoins). Some joined:
+        # those would wait on the aggregator for the others forever, so
+        # everyone gives INCA up for this run.
+        agree = torch.tensor([int(ret == L.OK), joined, -joined], dtype=torch.int32)
+        dist.all_reduce(agree, op=dist.ReduceOp.MIN, group=self.group)
+        created, all_joined, none_joined = agree[0].item(), agree[1].item(), agree[2].item() == 0
+        if not created or (not all_joined and not none_joined):
+            if self.rank == 0:
+                log.warning('job %d: %s: gradients go through gloo', self.job,
+                            'a rank could not create its communicator' if not created
+                            else 'only some ranks joined')
+            if comm.value:
+                lib.inca_comm_destroy(comm)
+            return
+        self.comm = comm
+        if self.rank == 0:
+            log.info('job %d, %d ranks, aggregator %s: %s', self.job, self.size,
+                     conf['aggregator'],
+                     'joined' if all_joined else 'not reachable, using the fallback')
+        if _env_int('INCA_TORCH_KEEPALIVE', 1, 0, 1):
+            ret = lib.inca_comm_keepalive(comm, 1)
+            if ret != L.OK:
+                log.warning('no keepalive thread: %s', L.strerror(lib, ret))
+        self._lock = threading.Lock()      # every libinca call on comm
+        self._cv = threading.Condition()   # the queue
+        self._queue = collections.deque()
+        self._stop = False
+        self._thread = threading.Thread(target=self._worker, name='inca-%d' % self.rank,
+                                        daemon=True)
+        self._thread.start()
+
+    def _info(self, comm):
+        info = L.CommInfo()
+        self.lib.inca_comm_info(comm, ctypes.byref(info))
+        return info
+
+    # ---- the fallback (runs on the worker thread) -------------------------
+
+    def _fallback(self, ctx, a_ptr):
+        # An exception must not cross ctypes: it would return 0, "success".
+        try:
+            a = a_ptr.contents
+            if a.count == 0:
+                return 0
+            dtype = _INCA_TO_TORCH[a.dtype]
+            recv = _tensor_at(a.recvbuf, a.count, dtype)
+            if a.sendbuf != a.recvbuf:
+                recv.copy_(_tensor_at(a.sendbuf, a.count, dtype))
+            op = _DIST_OPS[a.op]
+            if dtype in (torch.float16, torch.bfloat16):
+                # As the aggregator does: fp32 accumulation, one rounding.
+                wide = recv.float()
+                dist.all_reduce(wide, op=op, group=self.group)
+                recv.copy_(wide)
+            else:
+                dist.all_reduce(recv, op=op, group=self.group)
+            return 0
+        except BaseException:
+            log.exception('rank %d: fallback allreduce failed', self.rank)
+            return -5
+
+    # ---- the worker thread ------------------------------------------------
+
+    def _worker(self):
+        lib = self.lib
+        pending = collections.deque()  # issued to libinca, in issue order
+        while True:
+            with self._cv:
+                while not self._queue and not pending and not self._stop:
+                    self._cv.wait()
+                new = list(self._queue)
+                self._queue.clear()
+                stop = self._stop
+            for it in new:
+                self._issue(it, pending)
+            if pending:
+                it = pending.popleft()
+                with self._lock:
+                    ret = lib.inca_wait(ctypes.byref(it.req))
+                self._finish(it, ret)
+            elif stop:
+                return
+
+    def _issue(self, it, pending):
+        t = it.tensor
+        dtype = _TORCH_DTYPES[t.dtype]
+        while True:
+            with self._lock:
+                ret = self.lib.inca_iallreduce(self.comm, t.data_ptr(), t.data_ptr(),
+                                               t.numel(), dtype, it.op, ctypes.byref(it.req))
+            if ret != L.EBUSY or not pending:
+                break
+            # Too many in flight: finish the oldest first.
+            old = pending.popleft()
+            with self._lock:
+                r = self.lib.inca_wait(ctypes.byref(old.req))
+            self._finish(old, r)
+        if ret == L.OK:
+            pending.append(it)
+        else:
+            self._finish(it, ret)
+
+    def _finish(self, it, ret):
+        if ret != L.OK:
+            it.future.set_exception(L.IncaError(self.lib, ret, 'inca allreduce'))
+            return
+        if it.divide:
+            it.tensor.div_(self.size)
+        it.future.set_result(it.tensor)
+
+    # ---- interface ----------------------------------------------------------
+
+    def supports(self, tensor):
+        """True when @tensor goes through INCA (else through gloo)."""
+        return (self.comm is not None and not self._closed and tensor.device.type == 'cpu'
+                and tensor.dtype in _TORCH_DTYPES and tensor.is_contiguous())
+
+    def allreduce_async(self, tensor, op='sum', divide=False):
+        """Allreduce @tensor in place; returns a torch.futures.Future whose
+        value is @tensor (divided by the world size if @divide). Every rank
+        must make the same calls in the same order."""
+        if op not in _OPS:
+            raise ValueError('op must be sum, min or max')
+        if not self.supports(tensor):
+            # Every rank decides alike: same dtype, device, layout.
+            self.calls['gloo'] += 1
+            work = dist.all_reduce(tensor, op=_DIST_OPS[_OPS[op]], async_op=True)
+            size = self.size
+
+            def done(fut):
+                t = fut.value()[0]
+                return t.div_(size) if divide else t
+            return work.get_future().then(done)
+        self.calls['inca'] += 1
+        it = _Item(tensor, _OPS[op], divide)
+        with self._cv:
+            self._queue.append(it)
+            self._cv.notify()
+        return it.future
+
+    def allreduce(self, tensor, op='sum', divide=False):
+        """Blocking allreduce_async(); returns @tensor."""
+        return self.allreduce_async(tensor, op, divide).wait()
+
+    def stats(self):
+        """libinca's counters of this rank, plus in_fallback and the calls
+        that went through INCA ('inca_calls') and gloo ('gloo_calls')."""
+        out = {'rank': self.rank, 'job': self.job, 'inca_calls': self.calls['inca'],
+               'gloo_calls': self.calls['gloo'], 'enabled': int(self.comm is not None)}
+        if self.comm is None:
+            return out
+        names = L.stats_names(self.lib)
+        raw = (ctypes.c_uint64 * (len(names) + 64))()
+        with self._lock:
+            self.lib.inca_comm_stats(self.comm, raw)
+            info = self._info(self.comm)
+        out.update({n: raw[i] for i, n in enumerate(names)})
+        out['in_fallback'] = info.in_fallback
+        out['float_native'] = info.float_native
+        return out
+
+    def close(self):
+        """Finish queued work, wait for every rank, leave the job. Collective."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._thread is not None:
+            with self._cv:
+                self._stop = True
+                self._cv.notify()
+            self._thread.join()
+            self._thread = None
+        if self.comm is not None:
+            # Leaving resets the job's sets on the aggregator: nobody may
+            # leave while another rank still waits for a result.
+            dist.barrier(group=self.group)
+            with self._lock:
+                self.lib.inca_comm_destroy(self.comm)
+            self.comm = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def inca_allreduce_hook(state, bucket):
+    """DDP communication hook: average a gradient bucket through INCA.
+
+        state = IncaState()
+        model = DistributedDataParallel(net)
+        model.register_comm_hook(state, inca_allreduce_hook)
+
+    fp32, fp16 and bf16 buckets travel through libinca (fp16/bf16 summed in
+    fp32 by the aggregator, rounded once); other dtypes, or a state without
+    INCA, use dist.all_reduce. The result is the sum divided by the world
+    size, as with DDP's default allreduce.
+    """
+    return state.allreduce_async(bucket.buffer(), 'sum', divide=True)
