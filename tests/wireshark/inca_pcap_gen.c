@@ -508,7 +508,7 @@ gen_control(struct gen *g)
 static void
 gen_data(struct gen *g)
 {
-	static uint8_t b[INCA_MAX_PAYLOAD_BYTES];
+	static uint8_t b[INCA_MAX_PAYLOAD_BYTES + 64]; /* room for the over-limit cases */
 	struct inca_msg m;
 	unsigned int d, op;
 	size_t n;
@@ -705,7 +705,7 @@ gen_malformed(struct gen *g)
 static void
 gen_ports(struct gen *g)
 {
-	static uint8_t b[INCA_MAX_PAYLOAD_BYTES];
+	static uint8_t b[INCA_MAX_PAYLOAD_BYTES + 64]; /* room for the over-limit cases */
 	struct frame_opts o = { 0 };
 	struct inca_msg m;
 	uint8_t junk[60];
