@@ -6,11 +6,14 @@
  * bench_mpi: what the PMPI interposer costs on top of libinca. Run under
  * mpirun with LD_PRELOAD=libinca-mpi.so and the INCA_* variables of a job
  * J; the program opens a second INCA job (INCA_BENCH_JOB, default J + 1)
- * on the same aggregator and, for each message size, alternates runs of
- * MPI_Allreduce (through the interposer, job J) with runs of inca_allreduce
- * called directly (job J + 1) on the same buffers. It prints the median
- * time per call of each and the interposer's overhead. Alternating runs
- * keeps the load of a shared machine from favouring one side.
+ * on the same aggregator. For each message size it makes R runs; a run is
+ * a number of pairs of calls, MPI_Allreduce (fp32 sum, through the
+ * interposer, job J) and inca_allreduce called directly (job J + 1) on the
+ * same buffers, the order alternating from pair to pair, so that the load
+ * of a shared machine, which changes over seconds, does not favour one
+ * side. It prints the median time per call of each side and the
+ * interposer's overhead, as the ratio of the medians and as the median of
+ * the per-run ratios.
  *
  *   bench_mpi [--sizes BYTES,...] [--runs R] [--min-time SEC]
  */
@@ -52,30 +55,48 @@ median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Seconds per call of @iters calls, the slowest rank's. */
-static double
-run(struct inca_comm *direct, const float *in, float *out, int count, int iters)
+static void
+one_call(struct inca_comm *direct, const float *in, float *out, int count)
 {
-	double t0, t;
-	int i, ret;
+	int ret;
+
+	if (direct != NULL)
+		ret = inca_allreduce(direct, in, out, (size_t)count, INCA_DTYPE_FP32, INCA_OP_SUM);
+	else
+		ret = MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+	if (ret != 0) {
+		fprintf(stderr, "bench_mpi: rank %d: %s failed: %d\n", rank,
+			direct ? "inca_allreduce" : "MPI_Allreduce", ret);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+}
+
+/*
+ * One run: @iters pairs of calls, one through each side back to back (the
+ * order alternating), so that both sides see the same load at the scale of
+ * one call. *td and *tm receive the seconds per call of each side, the
+ * slowest rank's.
+ */
+static void
+run(struct inca_comm *direct, const float *in, float *out, int count, int iters, double *td,
+    double *tm)
+{
+	double t[2] = {0, 0}, t0;
+	int i, k;
 
 	PMPI_Barrier(MPI_COMM_WORLD);
-	t0 = now_s();
 	for (i = 0; i < iters; i++) {
-		if (direct != NULL)
-			ret = inca_allreduce(direct, in, out, (size_t)count, INCA_DTYPE_FP32,
-					     INCA_OP_SUM);
-		else
-			ret = MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-		if (ret != 0) {
-			fprintf(stderr, "bench_mpi: rank %d: %s failed: %d\n", rank,
-				direct ? "inca_allreduce" : "MPI_Allreduce", ret);
-			MPI_Abort(MPI_COMM_WORLD, 1);
+		for (k = 0; k < 2; k++) {
+			int side = (i + k) % 2; /* 0: direct, 1: mpi */
+
+			t0 = now_s();
+			one_call(side == 0 ? direct : NULL, in, out, count);
+			t[side] += now_s() - t0;
 		}
 	}
-	t = (now_s() - t0) / iters;
-	PMPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-	return t;
+	PMPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	*td = t[0] / iters;
+	*tm = t[1] / iters;
 }
 
 int
@@ -85,7 +106,7 @@ main(int argc, char **argv)
 	struct inca_comm *direct = NULL;
 	struct inca_comm_opts o;
 	struct inca_stats st;
-	double min_time = 0.3, *td, *tm;
+	double min_time = 0.3, *td, *tm, *ratio;
 	char *list, *tok, *save;
 	const char *s;
 	float *in, *out;
@@ -145,15 +166,18 @@ main(int argc, char **argv)
 
 	td = calloc((size_t)runs, sizeof(*td));
 	tm = calloc((size_t)runs, sizeof(*tm));
+	ratio = calloc((size_t)runs, sizeof(*ratio));
 	list = strdup(sizes_arg);
 	if (rank == 0)
-		printf("# bench_mpi: %d ranks, median of %d runs; overhead = mpi / direct - 1\n"
-		       "# %10s %12s %12s %9s %12s\n", size, runs, "bytes", "direct ms",
-		       "mpi ms", "overhead", "direct Gb/s");
+		printf("# bench_mpi: %d ranks, median of %d runs; overhead = median(mpi) / "
+		       "median(direct) - 1;\n# paired = median over runs of mpi / direct - 1; "
+		       "the two sides alternate call by call\n"
+		       "# %10s %12s %12s %9s %9s %12s\n", size, runs, "bytes", "direct ms",
+		       "mpi ms", "overhead", "paired", "direct Gb/s");
 	for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
 		long bytes = atol(tok);
 		int count = (int)(bytes / 4), iters;
-		double t, md, mm;
+		double t, t2, md, mm;
 
 		if (count <= 0)
 			continue;
@@ -162,20 +186,20 @@ main(int argc, char **argv)
 		for (i = 0; i < count; i++)
 			in[i] = (float)((i + rank) % 1024) * 0.25f;
 		/* Warm up both paths and size the runs to min_time. */
-		t = run(direct, in, out, count, 1);
-		(void)run(NULL, in, out, count, 1);
-		iters = (int)(min_time / (t > 1e-6 ? t : 1e-6));
+		run(direct, in, out, count, 1, &t, &t2);
+		iters = (int)(min_time / 2 / (t > 1e-6 ? t : 1e-6));
 		if (iters < 2)
 			iters = 2;
 		for (i = 0; i < runs; i++) {
-			td[i] = run(direct, in, out, count, iters);
-			tm[i] = run(NULL, in, out, count, iters);
+			run(direct, in, out, count, iters, &td[i], &tm[i]);
+			ratio[i] = tm[i] / td[i];
 		}
 		md = median(td, runs);
 		mm = median(tm, runs);
 		if (rank == 0)
-			printf("  %10ld %12.3f %12.3f %8.2f%% %12.3f\n", bytes, md * 1e3, mm * 1e3,
-			       (mm / md - 1) * 100, bytes * 8 / md / 1e9);
+			printf("  %10ld %12.3f %12.3f %8.2f%% %8.2f%% %12.3f\n", bytes, md * 1e3,
+			       mm * 1e3, (mm / md - 1) * 100, (median(ratio, runs) - 1) * 100,
+			       bytes * 8 / md / 1e9);
 		free(in);
 		free(out);
 	}
@@ -190,6 +214,7 @@ main(int argc, char **argv)
 	free(list);
 	free(td);
 	free(tm);
+	free(ratio);
 	MPI_Finalize();
 	return 0;
 }

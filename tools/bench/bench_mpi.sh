@@ -1,0 +1,97 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The INCA authors
+#
+# What libinca-mpi (the PMPI interposer) costs on top of libinca called
+# directly, for large messages. Prints figures; asserts nothing.
+#
+#   tools/bench/bench_mpi.sh [--build DIR] [--np N] [--runs R] [--sizes B,B,...]
+#                            [--rate RATE] [--min-time SEC]
+#
+# Method. A rack (tools/rack) of one worker namespace in aggregator mode,
+# incad in the agg namespace with two static jobs of N workers. One mpirun
+# of N ranks in the worker namespace runs bench_mpi under
+# LD_PRELOAD=libinca-mpi.so: the interposer joins job 1, bench_mpi joins job
+# 2 itself, and for each size it makes R runs of pairs of calls on the same
+# buffers: MPI_Allreduce (fp32 sum, through the interposer and job 1) and
+# inca_allreduce (job 2), the order alternating from pair to pair, each run
+# long enough for --min-time. It prints the median time per call of both
+# and the overhead, median(mpi) / median(direct) - 1, and the median of the
+# per-run ratios ("paired"). The same aggregator, buffers and
+# process serve both sides, so the difference is the interposer's.
+# BENCH_ENV adds mpirun options, e.g. BENCH_ENV='-x INCA_MPI_KEEPALIVE=0'.
+
+set -o nounset -o pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+BUILD=
+NP=4
+RUNS=7
+SIZES=1048576,4194304,16777216
+RATE=0
+MIN_TIME=0.5
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--build) BUILD=$2; shift 2 ;;
+	--np) NP=$2; shift 2 ;;
+	--runs) RUNS=$2; shift 2 ;;
+	--sizes) SIZES=$2; shift 2 ;;
+	--rate) RATE=$2; shift 2 ;;
+	--min-time) MIN_TIME=$2; shift 2 ;;
+	*) sed -n 's/^#   //p' "$0" >&2; exit 2 ;;
+	esac
+done
+if [ -z "$BUILD" ]; then
+	for b in "$SRC"/build "$SRC"/build*; do
+		[ -e "$b/integrations/mpi/libinca-mpi.so" ] && BUILD=$b && break
+	done
+fi
+PRELOAD=$BUILD/integrations/mpi/libinca-mpi.so
+BENCH=$BUILD/integrations/mpi/bench_mpi
+INCAD=$BUILD/daemon/incad
+for f in "$PRELOAD" "$BENCH" "$INCAD"; do
+	[ -e "$f" ] || { echo "bench_mpi: $f not built (--build DIR)" >&2; exit 1; }
+done
+[ "$(id -u)" = 0 ] || { echo "bench_mpi: must run as root (network namespaces)" >&2; exit 1; }
+
+NAME=jbench$$
+RACK="$SRC/tools/rack"
+TMP=$(mktemp -d /tmp/bench_mpi.XXXXXX)
+INCAD_PID=
+cleanup()
+{
+	[ -n "$INCAD_PID" ] && kill -TERM "$INCAD_PID" 2>/dev/null && wait "$INCAD_PID" 2>/dev/null
+	"$RACK" down --name "$NAME" 2>/dev/null
+	rm -rf "$TMP" /var/run/dpdk/"$NAME"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$RACK" up --name "$NAME" --workers 1 --mode aggregator --rate "$RATE" || exit 1
+cat >"$TMP/incad.conf" <<EOF
+mode = "aggregator";
+ports = ( { name = "p0"; devargs = "net_af_packet0,iface=eth0,qdisc_bypass=0";
+            ipv4 = "10.77.0.1/24"; } );
+tenants = ( { name = "bench"; token = 0x494e4341; job_ids = [1, 2]; } );
+jobs = ( { id = 1; tenant = "bench"; nworkers = $NP; },
+         { id = 2; tenant = "bench"; nworkers = $NP; } );
+EOF
+ip netns exec "$NAME-agg" "$INCAD" --no-huge -m 512 --no-pci --file-prefix "$NAME" -l 0 \
+	--log-level lib.eal:error -- -c "$TMP/incad.conf" >"$TMP/incad.log" 2>&1 &
+INCAD_PID=$!
+for _ in $(seq 1 100); do
+	[ -S /var/run/dpdk/"$NAME"/dpdk_telemetry.v2 ] && break
+	kill -0 "$INCAD_PID" 2>/dev/null || { cat "$TMP/incad.log" >&2; exit 1; }
+	sleep 0.2
+done
+sleep 0.5
+
+echo "# incad: $INCAD; rack $NAME, 1 worker namespace, rate $RATE; $(nproc) CPUs"
+ip netns exec "$NAME-w0" mpirun --allow-run-as-root --oversubscribe -np "$NP" \
+	--mca btl self,tcp --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
+	--mca mpi_yield_when_idle 1 \
+	-x LD_PRELOAD="$PRELOAD" -x INCA_AGGREGATOR=10.77.0.1 -x INCA_JOB=1 \
+	-x INCA_BENCH_JOB=2 -x INCA_TOKEN=0x494e4341 ${BENCH_ENV:-} \
+	"$BENCH" --sizes "$SIZES" --runs "$RUNS" --min-time "$MIN_TIME"
