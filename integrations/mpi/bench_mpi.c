@@ -12,8 +12,9 @@
  * same buffers, the order alternating from pair to pair, so that the load
  * of a shared machine, which changes over seconds, does not favour one
  * side. It prints the median time per call of each side and the
- * interposer's overhead, as the ratio of the medians and as the median of
- * the per-run ratios.
+ * interposer's overhead three ways: the ratio of the medians, the median of
+ * the per-run ratios, and the median over every pair of calls of every
+ * rank (the most robust to load spikes on a shared machine).
  *
  *   bench_mpi [--sizes BYTES,...] [--runs R] [--min-time SEC]
  */
@@ -75,13 +76,14 @@ one_call(struct inca_comm *direct, const float *in, float *out, int count)
  * One run: @iters pairs of calls, one through each side back to back (the
  * order alternating), so that both sides see the same load at the scale of
  * one call. *td and *tm receive the seconds per call of each side, the
- * slowest rank's.
+ * slowest rank's; @pair (if not NULL) this rank's mpi / direct ratio of
+ * each pair.
  */
 static void
 run(struct inca_comm *direct, const float *in, float *out, int count, int iters, double *td,
-    double *tm)
+    double *tm, double *pair)
 {
-	double t[2] = {0, 0}, t0;
+	double t[2] = {0, 0}, t0, one[2];
 	int i, k;
 
 	PMPI_Barrier(MPI_COMM_WORLD);
@@ -91,8 +93,11 @@ run(struct inca_comm *direct, const float *in, float *out, int count, int iters,
 
 			t0 = now_s();
 			one_call(side == 0 ? direct : NULL, in, out, count);
-			t[side] += now_s() - t0;
+			one[side] = now_s() - t0;
+			t[side] += one[side];
 		}
+		if (pair != NULL)
+			pair[i] = one[1] / one[0];
 	}
 	PMPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 	*td = t[0] / iters;
@@ -137,16 +142,16 @@ main(int argc, char **argv)
 	/* Without the interposer the comparison would be meaningless. */
 	if (dladdr((void *)MPI_Allreduce, &dl) == 0 || dl.dli_fname == NULL ||
 	    strstr(dl.dli_fname, "libinca-mpi") == NULL) {
-		if (rank == 0)
-			fprintf(stderr, "bench_mpi: MPI_Allreduce is not libinca-mpi's "
-					"(LD_PRELOAD=.../libinca-mpi.so)\n");
+		fprintf(stderr, "bench_mpi: rank %d: MPI_Allreduce is %s's, not libinca-mpi's "
+			"(LD_PRELOAD=.../libinca-mpi.so)\n", rank,
+			dl.dli_fname ? dl.dli_fname : "?");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 
 	inca_comm_opts_init(&o);
 	if (inca_comm_opts_from_env(&o) < 0 || o.aggregator == NULL || o.job == 0) {
-		if (rank == 0)
-			fprintf(stderr, "bench_mpi: set INCA_AGGREGATOR, INCA_JOB, INCA_TOKEN\n");
+		fprintf(stderr, "bench_mpi: rank %d: set INCA_AGGREGATOR, INCA_JOB, INCA_TOKEN\n",
+			rank);
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 	o.job = o.job + 1;
@@ -164,19 +169,24 @@ main(int argc, char **argv)
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
 
+	/* As the interposer does for its own communicator. */
+	(void)inca_comm_keepalive(direct, 1);
+
 	td = calloc((size_t)runs, sizeof(*td));
 	tm = calloc((size_t)runs, sizeof(*tm));
 	ratio = calloc((size_t)runs, sizeof(*ratio));
 	list = strdup(sizes_arg);
 	if (rank == 0)
-		printf("# bench_mpi: %d ranks, median of %d runs; overhead = median(mpi) / "
-		       "median(direct) - 1;\n# paired = median over runs of mpi / direct - 1; "
-		       "the two sides alternate call by call\n"
-		       "# %10s %12s %12s %9s %9s %12s\n", size, runs, "bytes", "direct ms",
-		       "mpi ms", "overhead", "paired", "direct Gb/s");
+		printf("# bench_mpi: %d ranks, %d runs of pairs of calls (mpi, direct), the "
+		       "order alternating\n# overhead = median(mpi) / median(direct) - 1 over "
+		       "runs; runs = median of per-run\n# mpi / direct - 1; pairs = median over "
+		       "every pair of calls on every rank of mpi / direct - 1\n"
+		       "# %10s %6s %10s %10s %9s %9s %9s %10s\n", size, runs, "bytes", "pairs",
+		       "direct ms", "mpi ms", "overhead", "runs", "pairs", "Gb/s");
 	for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
 		long bytes = atol(tok);
-		int count = (int)(bytes / 4), iters;
+		int count = (int)(bytes / 4), iters, npairs;
+		double *pairs, *all;
 		double t, t2, md, mm;
 
 		if (count <= 0)
@@ -186,20 +196,27 @@ main(int argc, char **argv)
 		for (i = 0; i < count; i++)
 			in[i] = (float)((i + rank) % 1024) * 0.25f;
 		/* Warm up both paths and size the runs to min_time. */
-		run(direct, in, out, count, 1, &t, &t2);
+		run(direct, in, out, count, 1, &t, &t2, NULL);
 		iters = (int)(min_time / 2 / (t > 1e-6 ? t : 1e-6));
 		if (iters < 2)
 			iters = 2;
+		npairs = iters * runs;
+		pairs = malloc((size_t)npairs * sizeof(*pairs));
+		all = rank == 0 ? malloc((size_t)npairs * size * sizeof(*all)) : NULL;
 		for (i = 0; i < runs; i++) {
-			run(direct, in, out, count, iters, &td[i], &tm[i]);
+			run(direct, in, out, count, iters, &td[i], &tm[i], pairs + i * iters);
 			ratio[i] = tm[i] / td[i];
 		}
+		PMPI_Gather(pairs, npairs, MPI_DOUBLE, all, npairs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 		md = median(td, runs);
 		mm = median(tm, runs);
 		if (rank == 0)
-			printf("  %10ld %12.3f %12.3f %8.2f%% %8.2f%% %12.3f\n", bytes, md * 1e3,
-			       mm * 1e3, (mm / md - 1) * 100, (median(ratio, runs) - 1) * 100,
-			       bytes * 8 / md / 1e9);
+			printf("  %10ld %6d %10.3f %10.3f %8.2f%% %8.2f%% %8.2f%% %10.3f\n", bytes,
+			       npairs, md * 1e3, mm * 1e3, (mm / md - 1) * 100,
+			       (median(ratio, runs) - 1) * 100,
+			       (median(all, npairs * size) - 1) * 100, bytes * 8 / md / 1e9);
+		free(pairs);
+		free(all);
 		free(in);
 		free(out);
 	}

@@ -6,7 +6,7 @@
 # directly, for large messages. Prints figures; asserts nothing.
 #
 #   tools/bench/bench_mpi.sh [--build DIR] [--np N] [--runs R] [--sizes B,B,...]
-#                            [--rate RATE] [--min-time SEC]
+#                            [--rate RATE] [--min-time SEC] [--spread]
 #
 # Method. A rack (tools/rack) of one worker namespace in aggregator mode,
 # incad in the agg namespace with two static jobs of N workers. One mpirun
@@ -19,7 +19,14 @@
 # and the overhead, median(mpi) / median(direct) - 1, and the median of the
 # per-run ratios ("paired"). The same aggregator, buffers and
 # process serve both sides, so the difference is the interposer's.
-# BENCH_ENV adds mpirun options, e.g. BENCH_ENV='-x INCA_MPI_KEEPALIVE=0'.
+#
+# --spread puts each rank in its own worker namespace (its own address and
+# link, limited to --rate), as on separate hosts: mpirun runs in the
+# bridge's namespace, which gets the address 10.77.0.250 so that the ranks
+# reach its PMIx server, and starts rank i as 'ip netns exec NAME-wi'.
+# Without it all ranks share worker 0's namespace and link.
+# BENCH_ENV adds mpirun options (without --spread), e.g.
+# BENCH_ENV='-x INCA_MPI_KEEPALIVE=0'.
 
 set -o nounset -o pipefail
 
@@ -31,6 +38,7 @@ RUNS=7
 SIZES=1048576,4194304,16777216
 RATE=0
 MIN_TIME=0.5
+SPREAD=0
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -40,6 +48,7 @@ while [ $# -gt 0 ]; do
 	--sizes) SIZES=$2; shift 2 ;;
 	--rate) RATE=$2; shift 2 ;;
 	--min-time) MIN_TIME=$2; shift 2 ;;
+	--spread) SPREAD=1; shift ;;
 	*) sed -n 's/^#   //p' "$0" >&2; exit 2 ;;
 	esac
 done
@@ -69,7 +78,9 @@ cleanup()
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$RACK" up --name "$NAME" --workers 1 --mode aggregator --rate "$RATE" || exit 1
+WORKERS=1
+[ "$SPREAD" = 1 ] && WORKERS=$NP
+"$RACK" up --name "$NAME" --workers "$WORKERS" --mode aggregator --rate "$RATE" || exit 1
 cat >"$TMP/incad.conf" <<EOF
 mode = "aggregator";
 ports = ( { name = "p0"; devargs = "net_af_packet0,iface=eth0,qdisc_bypass=0";
@@ -88,10 +99,28 @@ for _ in $(seq 1 100); do
 done
 sleep 0.5
 
-echo "# incad: $INCAD; rack $NAME, 1 worker namespace, rate $RATE; $(nproc) CPUs"
-ip netns exec "$NAME-w0" mpirun --allow-run-as-root --oversubscribe -np "$NP" \
-	--mca btl self,tcp --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
-	--mca mpi_yield_when_idle 1 \
-	-x LD_PRELOAD="$PRELOAD" -x INCA_AGGREGATOR=10.77.0.1 -x INCA_JOB=1 \
-	-x INCA_BENCH_JOB=2 -x INCA_TOKEN=0x494e4341 ${BENCH_ENV:-} \
-	"$BENCH" --sizes "$SIZES" --runs "$RUNS" --min-time "$MIN_TIME"
+ENVS=(-x INCA_AGGREGATOR=10.77.0.1 -x INCA_JOB=1 -x INCA_BENCH_JOB=2 -x INCA_TOKEN=0x494e4341)
+MCA=(--mca btl self,tcp --mca mpi_yield_when_idle 1)
+echo "# incad: $INCAD; rack $NAME, $WORKERS worker namespace(s), rate $RATE; $(nproc) CPUs"
+if [ "$SPREAD" = 1 ]; then
+	ip -n "$NAME-tor" addr add 10.77.0.250/24 dev br0 || exit 1
+	APPS=()
+	for ((i = 0; i < NP; i++)); do
+		[ $i -gt 0 ] && APPS+=(:)
+		# -x reaches only the first app context of an MPMD line: each
+		# rank gets its environment from env(1) instead.
+		APPS+=(-np 1 ip netns exec "$NAME-w$i" env LD_PRELOAD="$PRELOAD" INCA_JOB=1
+			INCA_AGGREGATOR=10.77.0.1 INCA_BENCH_JOB=2 INCA_TOKEN=0x494e4341
+			"$BENCH" --sizes "$SIZES" --runs "$RUNS" --min-time "$MIN_TIME")
+	done
+	# shellcheck disable=SC2086
+	PMIX_MCA_ptl_tcp_if_include=br0 ip netns exec "$NAME-tor" mpirun --allow-run-as-root \
+		--oversubscribe "${MCA[@]}" --mca btl_tcp_if_include 10.77.0.0/24 \
+		--mca oob_tcp_if_include br0 ${BENCH_ENV:-} "${APPS[@]}"
+else
+	# shellcheck disable=SC2086
+	ip netns exec "$NAME-w0" mpirun --allow-run-as-root --oversubscribe -np "$NP" \
+		"${MCA[@]}" --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
+		-x LD_PRELOAD="$PRELOAD" "${ENVS[@]}" ${BENCH_ENV:-} \
+		"$BENCH" --sizes "$SIZES" --runs "$RUNS" --min-time "$MIN_TIME"
+fi
