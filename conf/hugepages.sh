@@ -79,7 +79,7 @@ mounted_at() {
 fail=0
 reserve() { # size_kB count dir pagesize
 	local kb=$1 n=$2 dir=$3 size=$4 label file got at
-	label="$(( kb >= 1048576 ? kb / 1048576 : kb / 1024 ))$( ((kb >= 1048576)) && echo ' GiB' || echo ' MiB')"
+	if [ "$kb" -ge 1048576 ]; then label="$((kb / 1048576)) GiB"; else label="$((kb / 1024)) MiB"; fi
 	file=$(count_file "$kb")
 	if [ ! -e "$file" ]; then
 		echo "hugepages: no $label pages${NODE:+ on node $NODE} here ($file missing)" >&2
