@@ -264,8 +264,7 @@ im_fallback(void *ctx, const struct inca_fallback_args *a)
 	MPI_Op op = mpi_op_of(a->op);
 	const char *src = a->sendbuf;
 	char *dst = a->recvbuf;
-	size_t left = a->count, us = a->dtype == INCA_DTYPE_INT32 || a->dtype == INCA_DTYPE_FP32
-					     ? 4 : 2;
+	size_t left = a->count, us = inca_dtype_size(a->dtype);
 	bool in_place = a->sendbuf == a->recvbuf;
 
 	(void)ctx;
@@ -357,19 +356,20 @@ im_setup(void)
 	agree[2] = -agree[1];
 	PMPI_Allreduce(MPI_IN_PLACE, agree, 3, MPI_INT, MPI_MIN, im.fb_comm);
 	if (!agree[0] || (agree[1] == 0 && agree[2] == -1)) {
-		if (im.rank == 0)
-			im_log(INCA_LOG_WARN, agree[0] ? "only some ranks joined job %u: using PMPI"
-							: "a rank could not create its INCA "
-							  "communicator: using PMPI",
+		if (im.rank == 0 && agree[0])
+			im_log(INCA_LOG_WARN, "only some ranks joined job %u: using PMPI",
 			       im.conf.job);
+		else if (im.rank == 0)
+			im_log(INCA_LOG_WARN, "a rank has no INCA communicator: using PMPI");
 		inca_comm_destroy(im.comm);
 		im.comm = NULL;
 		PMPI_Comm_free(&im.fb_comm);
 		return;
 	}
 	if (im.rank == 0)
-		im_log(INCA_LOG_INFO, "job %u, %d ranks, aggregator %s: %s", im.conf.job, im.size,
-		       im.conf.aggregator, agree[1] ? "joined" : "not reachable, using the fallback");
+		im_log(INCA_LOG_INFO, "job %u, %d ranks, aggregator %s: %s", im.conf.job,
+		       im.size, im.conf.aggregator,
+		       agree[1] ? "joined" : "not reachable, using the fallback");
 	im.enabled = true;
 	/* libinca sends only from inside its calls: a rank computing longer
 	 * than the aggregator's evict_ms between collectives would be evicted
@@ -563,6 +563,7 @@ MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm com
 	MPI_Aint lb, extent, tlb, textent;
 	uint64_t bytes;
 	void *buf = buffer;
+	bool pack_err = false;
 	int tsize, pos = 0, ret;
 
 	if (!im.enabled || comm != MPI_COMM_WORLD)
@@ -583,10 +584,12 @@ MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm com
 		buf = malloc(bytes);
 		if (buf == NULL)
 			return im_result(INCA_ENOMEM, comm);
-		if (im.rank == root &&
-		    PMPI_Pack(buffer, count, datatype, buf, (int)bytes, &pos, comm) != MPI_SUCCESS) {
-			/* Every rank must still take part: send zeros. */
+		if (im.rank == root && PMPI_Pack(buffer, count, datatype, buf, (int)bytes, &pos,
+						 comm) != MPI_SUCCESS) {
+			/* Every rank must still take part: send zeros, and
+			 * report the error at the root. */
 			memset(buf, 0, bytes);
+			pack_err = true;
 		}
 	}
 	pthread_mutex_lock(&im.lock);
@@ -602,7 +605,7 @@ MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm com
 			PMPI_Unpack(buf, (int)bytes, &pos, buffer, count, datatype, comm);
 		free(buf);
 	}
-	return im_result(ret, comm);
+	return im_result(ret == INCA_OK && pack_err ? INCA_EINVAL : ret, comm);
 }
 
 IM_EXPORT int

@@ -122,12 +122,12 @@ check_allreduce(int count, MPI_Datatype t, MPI_Op op, int in_place, uint32_t tes
 	} else if (memcmp(out, ref, bytes) != 0) {
 		int i;
 
-		for (i = 0; i < count && memcmp((char *)out + 4 * i, (char *)ref + 4 * i, 4) == 0;
-		     i++)
-			;
+		for (i = 0; i < count; i++)
+			if (memcmp((char *)out + 4 * i, (char *)ref + 4 * i, 4) != 0)
+				break;
 		FAIL("MPI_Allreduce(%d %s %s%s): element %d differs from PMPI (%#x, want %#x)",
-		     count, t == MPI_INT ? "int" : "float", op_name(op), in_place ? " in place" : "",
-		     i, ((uint32_t *)out)[i], ((uint32_t *)ref)[i]);
+		     count, t == MPI_INT ? "int" : "float", op_name(op),
+		     in_place ? " in place" : "", i, ((uint32_t *)out)[i], ((uint32_t *)ref)[i]);
 	}
 	/* The input of an out-of-place call is untouched. */
 	if (!in_place) {

@@ -32,6 +32,7 @@ usage: test_torch.py --incad EXE --libinca LIBINCA_SO
 """
 
 import argparse
+import importlib.util
 import os
 import re
 import shutil
@@ -94,9 +95,7 @@ def main():
     args = ap.parse_args()
     rackctl.check_root()
     rackctl.install_signal_handlers()
-    try:
-        import torch  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec('torch') is None:
         rackctl.skip('python3-torch is not installed')
     for f in (args.incad, args.libinca):
         if not os.path.exists(f):
