@@ -377,18 +377,63 @@ inca_ctrl_encode(const struct inca_ctrl_info *c, void *buf)
 
 /* Frames. */
 
-/* Sum of the 16-bit big-endian words of @p buf, not folded. */
+/*
+ * Sum of the 16-bit big-endian words of @p buf plus @p sum, not folded.
+ * Every frame inca_frame_parse() accepts is summed here, so eight bytes
+ * are added at a time: the ones' complement sum of the words as they lie
+ * in memory does not depend on how they are grouped, and comes out
+ * byte-swapped on a little-endian host (RFC 1071, 2.(B)), which one swap
+ * of the folded 16-bit result undoes.
+ */
 static uint64_t
 csum_add(const uint8_t *p, size_t len, uint64_t sum)
 {
-	while (len >= 2) {
-		sum += get16(p);
+	uint64_t s0 = 0, s1 = 0, x, y;
+	uint32_t w;
+	uint16_t h;
+
+	/* Two 32-bit halves per 64-bit word: each sum grows by less than
+	 * 2^33 per 16 bytes, so no buffer of less than 2^35 bytes can
+	 * overflow it. */
+	while (len >= 16) {
+		memcpy(&x, p, 8);
+		memcpy(&y, p + 8, 8);
+		s0 += (x & 0xffffffff) + (x >> 32);
+		s1 += (y & 0xffffffff) + (y >> 32);
+		p += 16;
+		len -= 16;
+	}
+	s0 += s1;
+	if (len >= 8) {
+		memcpy(&x, p, 8);
+		s0 += (x & 0xffffffff) + (x >> 32);
+		p += 8;
+		len -= 8;
+	}
+	if (len >= 4) {
+		memcpy(&w, p, 4);
+		s0 += w;
+		p += 4;
+		len -= 4;
+	}
+	if (len >= 2) {
+		memcpy(&h, p, 2);
+		s0 += h;
 		p += 2;
 		len -= 2;
 	}
-	if (len)
-		sum += (uint32_t)p[0] << 8;
-	return sum;
+	if (len != 0) {
+		/* The last byte is the first of a word whose second is zero. */
+		h = 0;
+		memcpy(&h, p, 1);
+		s0 += h;
+	}
+	while (s0 >> 16)
+		s0 = (s0 & 0xffff) + (s0 >> 16);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	s0 = (uint16_t)((s0 << 8) | (s0 >> 8));
+#endif
+	return sum + s0;
 }
 
 static uint16_t
