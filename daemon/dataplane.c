@@ -86,6 +86,27 @@ lcore_flush(struct incad_lcore *lc)
 	lc->ntx = 0;
 }
 
+/*
+ * Most contributions end here once counted: returned to the pool in bulk
+ * at the end of the burst rather than one call each. Takes @m.
+ */
+static void
+free_flush(struct incad_lcore *lc)
+{
+	if (lc->nfree == 0)
+		return;
+	rte_pktmbuf_free_bulk(lc->free, lc->nfree);
+	lc->nfree = 0;
+}
+
+static inline void
+free_later(struct incad_lcore *lc, struct rte_mbuf *m)
+{
+	lc->free[lc->nfree++] = m;
+	if (lc->nfree == RTE_DIM(lc->free))
+		free_flush(lc);
+}
+
 void
 incad_tx(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t port)
 {
@@ -128,12 +149,12 @@ frame_headers(uint8_t *p, const uint8_t dst_mac[6], const struct rte_ether_addr 
 	ip->hdr_checksum = 0;
 	ip->src_addr = rte_cpu_to_be_32(src_ip);
 	ip->dst_addr = rte_cpu_to_be_32(dst_ip);
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	ip->hdr_checksum = (uint16_t)~incad_ipv4_sum20(ip);
 	udp->src_port = rte_cpu_to_be_16(incad.cfg.inca_port);
 	udp->dst_port = rte_cpu_to_be_16(dst_port);
 	udp->dgram_len = rte_cpu_to_be_16(sizeof(*udp) + msg_len);
 	udp->dgram_cksum = 0;
-	udp->dgram_cksum = (uint16_t)~incad_udp_sum(ip, udp, sizeof(*udp) + msg_len);
+	udp->dgram_cksum = (uint16_t)~incad_udp_sum20(ip, sizeof(*udp) + msg_len);
 	/* 0 means "no checksum" in UDP: a computed 0 goes out as its twin. */
 	if (udp->dgram_cksum == 0)
 		udp->dgram_cksum = 0xffff;
@@ -174,18 +195,13 @@ incad_build_msg(struct incad_lcore *lc, const struct incad_dest *d, const struct
 	return m;
 }
 
-/* One's complement arithmetic on 16-bit words as they lie in memory. */
-static inline uint32_t
-csum_sub_add(uint32_t sum, uint16_t old, uint16_t new)
-{
-	return sum + (uint16_t)~old + new;
-}
-
 /*
  * Turn a copy of the RESULT frame built for member @a (rank @ra) into the
- * one for member @b (rank @rb): addresses, rank and both checksums. The
- * UDP checksum is adjusted (RFC 1624) rather than recomputed, so a copy
- * costs a memcpy and not a pass over the payload.
+ * one for member @b (rank @rb): MACs, addresses, port, rank and both
+ * checksums. The checksums are adjusted for what changed (RFC 1624,
+ * eqn. 3: HC' = ~(~HC + ~m + m')) rather than recomputed, so a copy costs
+ * a memcpy and a few adds, not a pass over the payload. Subtracting a
+ * 32-bit word is adding its complement: 2^32 - 1 is 0 in this arithmetic.
  */
 static void
 result_patch(uint8_t *f, const struct incad_member *a, uint16_t ra,
@@ -193,45 +209,28 @@ result_patch(uint8_t *f, const struct incad_member *a, uint16_t ra,
 {
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + RTE_ETHER_HDR_LEN);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
-	uint8_t *msg = (uint8_t *)(udp + 1);
-	uint16_t old[6], new[6];
-	uint32_t sum;
+	rte_be32_t src = rte_cpu_to_be_32(b->local_ip), dst = rte_cpu_to_be_32(b->ip);
+	rte_be16_t port = rte_cpu_to_be_16(b->udp_port);
+	uint64_t addr;
 	uint16_t c;
-	unsigned int i;
 
 	memcpy(f, b->mac, 6);
 	memcpy(f + 6, incad.ports[b->port].mac.addr_bytes, 6);
 
-	/* Old and new 16-bit words in network order: the pseudo-header
-	 * addresses, the destination port and the rank. */
-	old[0] = rte_cpu_to_be_16(a->local_ip >> 16);
-	old[1] = rte_cpu_to_be_16(a->local_ip & 0xffff);
-	old[2] = rte_cpu_to_be_16(a->ip >> 16);
-	old[3] = rte_cpu_to_be_16(a->ip & 0xffff);
-	old[4] = rte_cpu_to_be_16(a->udp_port);
-	old[5] = rte_cpu_to_be_16(ra);
-	new[0] = rte_cpu_to_be_16(b->local_ip >> 16);
-	new[1] = rte_cpu_to_be_16(b->local_ip & 0xffff);
-	new[2] = rte_cpu_to_be_16(b->ip >> 16);
-	new[3] = rte_cpu_to_be_16(b->ip & 0xffff);
-	new[4] = rte_cpu_to_be_16(b->udp_port);
-	new[5] = rte_cpu_to_be_16(rb);
-
-	ip->src_addr = rte_cpu_to_be_32(b->local_ip);
-	ip->dst_addr = rte_cpu_to_be_32(b->ip);
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	udp->dst_port = new[4];
-	agg_result_set_rank(msg, rb);
+	/* The addresses are in the IPv4 header and in the UDP pseudo header. */
+	addr = (uint64_t)(uint32_t)~rte_cpu_to_be_32(a->local_ip) + src +
+	       (uint32_t)~rte_cpu_to_be_32(a->ip) + dst;
+	ip->src_addr = src;
+	ip->dst_addr = dst;
+	ip->hdr_checksum = (uint16_t)~incad_csum_fold(addr + (uint16_t)~ip->hdr_checksum);
+	udp->dst_port = port;
+	agg_result_set_rank(udp + 1, rb);
 
 	if (udp->dgram_cksum == 0)
 		return;
-	sum = (uint16_t)~udp->dgram_cksum;
-	for (i = 0; i < RTE_DIM(old); i++)
-		sum = csum_sub_add(sum, old[i], new[i]);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	c = (uint16_t)~sum;
+	c = (uint16_t)~incad_csum_fold(addr + (uint16_t)~udp->dgram_cksum +
+				       (uint16_t)~rte_cpu_to_be_16(a->udp_port) + port +
+				       (uint16_t)~rte_cpu_to_be_16(ra) + rte_cpu_to_be_16(rb));
 	/* 0 means "no checksum" in UDP: a computed 0 goes out as its twin. */
 	udp->dgram_cksum = c == 0 ? 0xffff : c;
 }
@@ -275,47 +274,60 @@ result_build(struct incad_lcore *lc, const struct incad_job *job, const struct a
 	return m;
 }
 
-/* One RESULT per live member: written once, then copied and patched. */
+/*
+ * One RESULT per live member: written (and summed) once into @reuse, then
+ * copied and patched for the others. Takes @reuse. The copies use libc's
+ * memcpy, which picks the widest moves the CPU has at load time, where
+ * rte_memcpy() is fixed to the ISA incad was compiled for.
+ */
 static void
 send_results(struct incad_lcore *lc, const struct incad_job *job,
 	     const struct incad_view *v, const struct agg_set *set, struct rte_mbuf *reuse)
 {
-	struct rte_mbuf *first = NULL, *m;
+	struct rte_mbuf *copy[INCA_MAX_WORKERS], *first = NULL, *m;
 	const struct incad_member *fm = NULL;
-	uint16_t frank = 0;
 	uint32_t live = v->live;
-	unsigned int r;
+	unsigned int r, n, i;
+	uint16_t frank = 0, len;
 
-	while (live != 0) {
+	while (first == NULL && live != 0) {
 		r = __builtin_ctz(live);
 		live &= live - 1;
-		if (first == NULL) {
-			first = result_build(lc, job, set, &v->m[r], r, false, reuse);
-			reuse = NULL;
-			if (first == NULL)
-				continue;
-			fm = &v->m[r];
-			frank = r;
-			continue;
-		}
-		m = rte_pktmbuf_alloc(incad.pool);
-		if (m == NULL) {
+		first = result_build(lc, job, set, &v->m[r], r, false, reuse);
+		reuse = NULL;
+		fm = &v->m[r];
+		frank = r;
+	}
+	/* Nobody to send to (cannot happen with a contributing member). */
+	rte_pktmbuf_free(reuse);
+	if (first == NULL)
+		return;
+	len = first->data_len;
+	n = __builtin_popcount(live);
+	if (n != 0 && rte_pktmbuf_alloc_bulk(incad.pool, copy, n) != 0) {
+		/* The pool is short: as many copies as there are mbufs. */
+		for (i = 0; i < n; i++)
+			copy[i] = rte_pktmbuf_alloc(incad.pool);
+	}
+	for (i = 0; live != 0; i++) {
+		r = __builtin_ctz(live);
+		live &= live - 1;
+		m = copy[i];
+		if (m == NULL || rte_pktmbuf_tailroom(m) < len) {
+			rte_pktmbuf_free(m);
 			incad_drop(lc, INCAD_DROP_NO_MBUF);
 			continue;
 		}
-		rte_memcpy(rte_pktmbuf_append(m, first->data_len),
-			   rte_pktmbuf_mtod(first, void *), first->data_len);
+		m->data_len = len;
+		m->pkt_len = len;
+		memcpy(rte_pktmbuf_mtod(m, void *), rte_pktmbuf_mtod(first, void *), len);
 		result_patch(rte_pktmbuf_mtod(m, uint8_t *), fm, frank, &v->m[r], r);
 		lc->st.cnt[INCAD_CNT_RESULT_TX]++;
 		incad_tx(lc, m, v->m[r].port);
 	}
 	/* The template goes last: once queued it may be sent and freed. */
-	if (first != NULL) {
-		lc->st.cnt[INCAD_CNT_RESULT_TX]++;
-		incad_tx(lc, first, fm->port);
-	}
-	/* Nobody to send to (cannot happen with a contributing member). */
-	rte_pktmbuf_free(reuse);
+	lc->st.cnt[INCAD_CNT_RESULT_TX]++;
+	incad_tx(lc, first, fm->port);
 }
 
 static void
@@ -423,7 +435,7 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		js->c[INCAD_JOB_DROP]++;
 		break;
 	}
-	rte_pktmbuf_free(m);
+	free_later(lc, m);
 }
 
 /*
@@ -475,7 +487,7 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 			incad_drop_mbuf(lc, m, INCAD_DROP_INJECTED_LOSS);
 			return;
 		}
-		owner = (msg->job + msg->slot) % incad.nlcores;
+		owner = incad.nlcores == 1 ? 0 : (msg->job + msg->slot) % incad.nlcores;
 		if (owner == lc->idx) {
 			contrib_input(lc, m, now);
 			return;
@@ -499,38 +511,45 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 }
 
 /*
- * inca_frame_parse() verifies a non-zero UDP checksum with portable code
- * that costs most of a small packet's time. For a well-formed IPv4/UDP
- * datagram to the INCA port whose checksum verifies (by the NIC's offload
- * flag, or by the faster routine of csum.h), the field is cleared first,
- * which inca_frame_parse() reads as "no checksum". Everything else, bad
- * checksums included, is left as it was for inca_frame_parse() to judge
- * and classify.
+ * The frames incad exists for, checked in one pass with the checksums of
+ * csum.h: IPv4 without options or fragments, UDP to the INCA port, the
+ * IPv4 header checksum right and the UDP checksum absent or right (by the
+ * NIC's flag where it offers one, else summed here). Returns true and
+ * fills @f as inca_frame_parse() would; returns false for anything else,
+ * bad checksums included, and leaves the frame to inca_frame_parse() to
+ * judge and classify, so it accepts nothing that function would refuse.
  */
-static void
-udp_csum_preverify(const struct rte_mbuf *m, uint8_t *frame, uint32_t len, size_t l3)
+static inline bool
+fast_frame_parse(const struct rte_mbuf *m, const uint8_t *eth, uint32_t len, size_t l3,
+		 struct inca_frame *f)
 {
-	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(frame + l3);
-	struct rte_udp_hdr *udp;
-	size_t ihl, tot;
+	const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(eth + l3);
+	const struct rte_udp_hdr *udp = (const struct rte_udp_hdr *)(ip + 1);
+	uint32_t tot, ulen;
 
-	if (len < l3 + sizeof(*ip) + sizeof(*udp) || (ip->version_ihl >> 4) != 4)
-		return;
-	ihl = (size_t)(ip->version_ihl & RTE_IPV4_HDR_IHL_MASK) * RTE_IPV4_IHL_MULTIPLIER;
-	tot = rte_be_to_cpu_16(ip->total_length);
-	if (ihl < sizeof(*ip) || tot < ihl + sizeof(*udp) || tot > len - l3 ||
+	if (len < l3 + sizeof(*ip) + sizeof(*udp) || ip->version_ihl != RTE_IPV4_VHL_DEF ||
 	    ip->next_proto_id != IPPROTO_UDP ||
 	    (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG |
-						    RTE_IPV4_HDR_OFFSET_MASK)) ||
-	    incad_raw_cksum(ip, ihl) != 0xffff)
-		return;
-	udp = (struct rte_udp_hdr *)((uint8_t *)ip + ihl);
-	if (rte_be_to_cpu_16(udp->dgram_len) != tot - ihl ||
-	    udp->dst_port != rte_cpu_to_be_16(incad.cfg.inca_port) || udp->dgram_cksum == 0)
-		return;
-	if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD ||
-	    incad_udp_sum(ip, udp, tot - ihl) == 0xffff)
-		udp->dgram_cksum = 0;
+						    RTE_IPV4_HDR_OFFSET_MASK)) != 0 ||
+	    udp->dst_port != rte_cpu_to_be_16(incad.cfg.inca_port))
+		return false;
+	tot = rte_be_to_cpu_16(ip->total_length);
+	ulen = rte_be_to_cpu_16(udp->dgram_len);
+	if (tot > len - l3 || ulen < sizeof(*udp) || ulen != tot - sizeof(*ip) ||
+	    incad_ipv4_sum20(ip) != 0xffff)
+		return false;
+	if (udp->dgram_cksum != 0 &&
+	    (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) != RTE_MBUF_F_RX_L4_CKSUM_GOOD &&
+	    incad_udp_sum20(ip, ulen) != 0xffff)
+		return false;
+	f->eth = eth;
+	f->src_ip = rte_be_to_cpu_32(ip->src_addr);
+	f->dst_ip = rte_be_to_cpu_32(ip->dst_addr);
+	f->src_port = rte_be_to_cpu_16(udp->src_port);
+	f->dst_port = incad.cfg.inca_port;
+	f->msg = (const uint8_t *)(udp + 1);
+	f->msg_len = ulen - sizeof(*udp);
+	return true;
 }
 
 /* Every frame the I/O lcore receives starts here. Takes @m. */
@@ -594,7 +613,10 @@ io_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, uint64_t 
 				return;
 			}
 		}
-		udp_csum_preverify(m, (uint8_t *)eth, len, l3);
+		if (likely(fast_frame_parse(m, (uint8_t *)eth, len, l3, &f))) {
+			inca_input(lc, m, in_port, &f, now);
+			return;
+		}
 		err = inca_frame_parse(eth, len, incad.cfg.inca_port, &f);
 		if (err == INCA_WIRE_OK) {
 			inca_input(lc, m, in_port, &f, now);
@@ -706,6 +728,7 @@ io_loop(struct incad_lcore *lc)
 			work += n;
 		}
 		work += io_drain_tx_rings(lc);
+		free_flush(lc);
 		io_flush(lc);
 		if (now >= next_timer) {
 			evict_requested(now);
@@ -732,6 +755,7 @@ agg_loop(struct incad_lcore *lc)
 		now = incad_now();
 		for (i = 0; i < n; i++)
 			contrib_input(lc, b[i], now);
+		free_flush(lc);
 		lcore_flush(lc);
 		rte_rcu_qsbr_quiescent(incad.qs, lc->idx);
 		idle(lc, n);
@@ -755,6 +779,7 @@ incad_lcore_main(void *arg)
 	else
 		agg_loop(lc);
 	rte_rcu_qsbr_thread_offline(incad.qs, lc->idx);
+	free_flush(lc);
 	if (lc->idx != 0)
 		lcore_flush(lc);
 	else

@@ -135,6 +135,8 @@ struct incad_lcore {
 	uint32_t empty_run;
 	unsigned int ntx;         /* frames waiting in tx[] (non-I/O lcores) */
 	struct rte_mbuf *tx[64];
+	unsigned int nfree;       /* contributions done with, freed in bulk */
+	struct rte_mbuf *free[64];
 } __rte_cache_aligned;
 
 /* What the I/O lcore learned of a frame, kept in the mbuf's private area. */
