@@ -401,7 +401,7 @@ def test_incad_restart():
         check(seen['members'] == n and seen['COMPLETE'] > 0,
               'the restarted incad saw %s', seen)
         figure('incad SIGKILLed, no fallback: every rank returned an error after %.2f-%.2f s '
-               '(give_up_ms 1000; "%s")', min(times), max(times), errline[:100])
+               '(give_up_ms 1000; "%s")', min(times), max(times), errline[:150])
         figure('incad SIGKILLed, TCP fallback, back after 2 s: %d allreduces of 64 KiB '
                'exact; slowest iteration %.0f ms (the switch to the fallback); rank 0: %d '
                'recoveries, %d collectives in the fallback, %d rejoins; the new incad saw '
