@@ -55,6 +55,11 @@ OPS = ('sum', 'min', 'max')
 PY_COLLS = ['%s:%s:%d:%d' % (d, op, 1000 + 131 * i + 17 * j, 100 + 3 * i + j)
             for i, d in enumerate(DTYPES) for j, op in enumerate(OPS)]
 BENCH_SIZES = '1030,70001,300001'
+# Cases whose workers must still be running when something else happens
+# (an eviction, an attack, a rejoin) use rate-limited links: the link, not
+# the host's speed, then sets how long their fixed amount of work takes at
+# least (1000 allreduces of 64 KiB take 2.6 s or more at 200 Mbit/s).
+RATE = '200mbit'
 
 
 def figure(fmt, *a):
@@ -264,13 +269,13 @@ def test_worker_kill():
     rank after evict_ms and deletes the job, whose slots go back to the
     tenant; another job streaming on the same incad at the same time
     finishes with exact results, no error, no fallback, no reset."""
-    with Rack('wkill', workers=4) as rack, \
+    with Rack('wkill', workers=4, rate=RATE) as rack, \
             Daemon(rack, INCAD, conf=two_tenants(rack, heartbeat_ms=200, evict_ms=1000)) as d, \
             Procs(rack) as procs:
         tel = d.tel()
         s0 = tel.query('/incad/stats')
         b = start_benches(procs, BENCH, rack, 20, TB, [2, 3],
-                          ['-d', 'int32,fp32', '-s', '65536', '-i', '800', '-x', '0',
+                          ['-d', 'int32,fp32', '-s', '65536', '-i', '500', '-x', '0',
                            '--verify-each', '-G', '3000'], tag='victim')
         a = start_benches(procs, BENCH, rack, 10, TA, [0, 1],
                           ['-s', '65536', '-i', '1000000', '-x', '0', '--verify-each',
@@ -322,7 +327,7 @@ def test_worker_kill():
         figure('worker SIGKILLed: its peer failed after %.2f s (give_up_ms 1000, incad '
                'evict_ms 1000: "%s"); incad evicted rank 1 after %.2f s and deleted the job '
                'after %.2f s, its 32 slots back in the tenant quota after %.2f s; the other '
-               'job (2 x 800 allreduces of 64 KiB) exact, no fallback, no reset',
+               'job (2 x 500 allreduces of 64 KiB) exact, no fallback, no reset',
                a[0]['t_end'] - t_kill, err.strip().splitlines()[-1][:120],
                t_evict - t_kill, t_gone - t_kill, t_freed - t_kill)
 
@@ -417,7 +422,7 @@ def test_quota():
     refusal, with one it computes through the fallback and probes; tenant
     tb is admitted meanwhile. When job 10 leaves, its slots return and job
     11 rejoins incad; a new job 12 is admitted too."""
-    with Rack('quota', workers=6) as rack, \
+    with Rack('quota', workers=6, rate=RATE) as rack, \
             Daemon(rack, INCAD, conf=two_tenants(rack, quota=32)) as d, \
             Procs(rack) as procs:
         tel = d.tel()
@@ -456,7 +461,7 @@ def test_quota():
         n1 = nacks()
         env = dict(os.environ, INCA_PROBE_EVERY='8')
         fb = start_benches(procs, BENCH, rack, 11, TA, [2, 3],
-                           ['-s', '4096', '-i', '3000', '-x', '0', '--verify-each', '-G', '2000',
+                           ['-s', '65536', '-i', '600', '-x', '0', '--verify-each', '-G', '2000',
                             '--fallback-tcp', '%s:7777' % rack.worker_ips[2]], env=env,
                            tag='fb')
         wait_for('job 11 refused and in the fallback', lambda: nacks() - n1 >= 2, 30)
@@ -587,12 +592,12 @@ def test_isolation():
     incad answers the attacker only where the protocol says (never a data
     message)."""
     K = 16
-    with Rack('iso', workers=5) as rack, Daemon(rack, INCAD, conf=isolation_conf(rack)) as d, \
-            Procs(rack) as procs:
+    with Rack('iso', workers=5, rate=RATE) as rack, \
+            Daemon(rack, INCAD, conf=isolation_conf(rack)) as d, Procs(rack) as procs:
         tel = d.tel()
         rack.run(4, ['ip', 'addr', 'add', '10.77.0.99/24', 'dev', 'eth0'], check=True)
         quiet_icmp(rack, 4)
-        va, vb = start_victims(procs, rack, 1200)
+        va, vb = start_victims(procs, rack, 700)
         wait_for('both tenants streaming', lambda: streaming(tel, 100, 2) and
                  streaming(tel, 200, 2), 60)
         a_ip, a_port = member_addr(tel, 100, 0)
@@ -809,7 +814,7 @@ def test_hostile():
     attacker gets only the answers the protocol prescribes, incad keeps
     answering and the allreduces stay exact. incad stops with status 0."""
     K = 8
-    with Rack('hostile', workers=3) as rack, \
+    with Rack('hostile', workers=3, rate=RATE) as rack, \
             Daemon(rack, INCAD, conf_args=['--nworkers', '2', '--pool-size', '32']) as d, \
             Procs(rack) as procs:
         tel = d.tel()
