@@ -14,6 +14,7 @@ workers have left.
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -201,6 +202,8 @@ class Incad:
                 self.proc.wait()
         rc, self.proc = self.proc.returncode, None
         self.logf.close()
+        # DPDK leaves its runtime directory (and telemetry socket) behind.
+        shutil.rmtree('/var/run/dpdk/%s' % self.prefix, ignore_errors=True)
         return rc
 
     def output(self):
@@ -221,6 +224,8 @@ class Incad:
         self.stop()
         if exc[0] is not None:
             log('---- incad log (%s) ----\n%s' % (self.log_path, self.output()))
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
         return False
 
 
