@@ -276,9 +276,7 @@ result_build(struct incad_lcore *lc, const struct incad_job *job, const struct a
 
 /*
  * One RESULT per live member: written (and summed) once into @reuse, then
- * copied and patched for the others. Takes @reuse. The copies use libc's
- * memcpy, which picks the widest moves the CPU has at load time, where
- * rte_memcpy() is fixed to the ISA incad was compiled for.
+ * copied and patched for the others. Takes @reuse.
  */
 static void
 send_results(struct incad_lcore *lc, const struct incad_job *job,
