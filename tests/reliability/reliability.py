@@ -597,7 +597,9 @@ def test_isolation():
         tel = d.tel()
         rack.run(4, ['ip', 'addr', 'add', '10.77.0.99/24', 'dev', 'eth0'], check=True)
         quiet_icmp(rack, 4)
-        va, vb = start_victims(procs, rack, 700)
+        # Long enough to outlast the paced attack on a loaded 2-core host:
+        # with 700 iterations the victims sometimes left before it ended.
+        va, vb = start_victims(procs, rack, 2000)
         wait_for('both tenants streaming', lambda: streaming(tel, 100, 2) and
                  streaming(tel, 200, 2), 60)
         a_ip, a_port = member_addr(tel, 100, 0)
