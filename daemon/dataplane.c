@@ -704,7 +704,9 @@ evict_requested(uint64_t now)
 	__atomic_store_n(&j->last_seen[rank], now - limit - 1, __ATOMIC_RELAXED);
 }
 
-static void
+/* Marked hot: GCC otherwise places the loops in incad_lcore_main's cold
+ * part, optimised for size (rep movsb for memcpy and so on). */
+static __attribute__((hot)) void
 io_loop(struct incad_lcore *lc)
 {
 	struct rte_mbuf *b[RX_BURST];
@@ -741,7 +743,7 @@ io_loop(struct incad_lcore *lc)
 	}
 }
 
-static void
+static __attribute__((hot)) void
 agg_loop(struct incad_lcore *lc)
 {
 	struct rte_mbuf *b[RING_BURST];
