@@ -383,12 +383,6 @@ source_allowed(const struct incad_tenant_conf *tc, uint32_t ip)
 	return false;
 }
 
-static inline bool
-same_addr(const struct incad_member *mb, const struct incad_meta *meta)
-{
-	return mb->ip == meta->src_ip && mb->udp_port == meta->src_port;
-}
-
 static void
 join_ack(struct incad_lcore *lc, struct rte_mbuf *m, const struct incad_job *j,
 	 const struct incad_grant *g)
@@ -493,7 +487,7 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 
 	if (j->view->live & bit) {
 		/* A repeated JOIN from the member's address gets the same answer. */
-		if (same_addr(&j->view->m[msg->rank], meta)) {
+		if (incad_member_match(&j->view->m[msg->rank], meta)) {
 			__atomic_store_n(&j->last_seen[msg->rank], now, __ATOMIC_RELAXED);
 			join_ack(lc, m, j, &j->grant[msg->rank]);
 		} else {
@@ -573,7 +567,7 @@ ctrl_leave(struct incad_lcore *lc, struct rte_mbuf *m)
 		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_BAD_TOKEN);
 		return;
 	}
-	if (!same_addr(&j->view->m[msg->rank], meta)) {
+	if (!incad_member_match(&j->view->m[msg->rank], meta)) {
 		reply(lc, m, INCA_MSG_LEAVE_ACK, 0, NULL);
 		return;
 	}
@@ -604,7 +598,7 @@ ctrl_heartbeat(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_BAD_TOKEN);
 		return;
 	}
-	if (!same_addr(&j->view->m[msg->rank], meta)) {
+	if (!incad_member_match(&j->view->m[msg->rank], meta)) {
 		nack(lc, m, INCA_NACK_NOT_MEMBER);
 		return;
 	}

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/queue.h>
 
 #include "incad.h"
@@ -29,6 +30,20 @@ struct incad_member {
 	uint16_t port;      /* index into incad.ports */
 	uint8_t mac[6];
 };
+
+/*
+ * Does a frame come from this member? Its IP and UDP port, and also the MAC
+ * and the incad port its JOIN came from: a host elsewhere on the L2 domain
+ * that forges a member's IP and port (and knows the token) must not count
+ * as the member (docs/threat-model.md). A member whose NIC or port changes
+ * joins again.
+ */
+static inline bool
+incad_member_match(const struct incad_member *mb, const struct incad_meta *meta)
+{
+	return mb->ip == meta->src_ip && mb->udp_port == meta->src_port &&
+	       mb->port == meta->in_port && memcmp(mb->mac, meta->src_mac, 6) == 0;
+}
 
 /* Immutable once published; replaced as a whole when membership changes. */
 struct incad_view {

@@ -379,7 +379,7 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	v = incad_job_view(job);
 	bit = 1u << msg->rank;
 	mb = &v->m[msg->rank];
-	addr_ok = mb->ip == meta->src_ip && mb->udp_port == meta->src_port;
+	addr_ok = incad_member_match(mb, meta);
 	if (!(v->live & bit) || !addr_ok) {
 		js->c[INCAD_JOB_DROP]++;
 		if ((v->evicted & bit) && addr_ok) {
