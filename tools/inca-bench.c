@@ -436,10 +436,24 @@ one_allreduce(struct bench *b, struct inca_comm *c, const void *in, void *out, s
 	return first;
 }
 
+static int
+cmp_i32(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 /*
  * Measure one message size of the current dtype and op; rank 0 prints the
- * row. Returns a libinca error if a collective failed; *rc becomes 1 on
- * wrong results.
+ * row. Besides osu_allreduce's figures (mean over ranks of the mean, the
+ * smallest minimum, the largest maximum), each iteration's time is taken as
+ * the slowest rank's (the collective is done when the last rank has its
+ * result) and the median over iterations is printed: on a shared host it
+ * is the figure that one descheduled process does not move, and
+ * tools/bench/mpi_allreduce_bench.c computes it the same way.
+ * Returns a libinca error if a collective failed; *rc becomes 1 on wrong
+ * results.
  */
 static int
 run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes,
@@ -448,12 +462,20 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 	size_t es = inca_dtype_size(b->dtype), count = bytes / es, bad = 0;
 	unsigned iters = bytes > (1u << 20) ? b->iters_large : b->iters, k;
 	double t_sum = 0, t_min = 1e30, t_max = 0;
-	int32_t red[4];
+	int32_t red[4], *it;
 	int ret = INCA_OK;
 
 	if (count == 0)
 		count = 1;
+	if (iters == 0)
+		iters = 1;
 	bytes = count * es;
+	/* Per-iteration times in tenths of a microsecond (int32: 200 s). */
+	it = calloc(iters, sizeof(*it));
+	if (it == NULL) {
+		fprintf(stderr, "inca-bench: out of memory\n");
+		return INCA_ENOMEM;
+	}
 	fill(in, b->dtype, b->o.rank, count);
 	for (k = 0; k < b->warmup + iters; k++) {
 		double t0;
@@ -475,6 +497,8 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 			t_sum += dt;
 			t_min = dt < t_min ? dt : t_min;
 			t_max = dt > t_max ? dt : t_max;
+			it[k - b->warmup] = (int32_t)(dt * 10 < INT32_MAX ? lround(dt * 10)
+									  : INT32_MAX);
 		}
 		if (b->verify_each) {
 			bad += verify(out, b->dtype, b->op, b->o.size, count);
@@ -485,25 +509,27 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 		fprintf(stderr, "inca-bench: rank %u: %s %s allreduce of %zu bytes: %s\n",
 			b->o.rank, inca_dtype_name(b->dtype), inca_op_name(b->op), bytes,
 			inca_strerror(ret));
+		free(it);
 		return ret;
 	}
 	if (b->verify && !b->verify_each)
 		bad = verify(out, b->dtype, b->op, b->o.size, count);
-	if (iters == 0)
-		iters = 1;
 
-	/* The figures across ranks, in tenths of a microsecond (int32 holds
-	 * 200 s of them): sum of the means, smallest min, largest max. */
+	/* The figures across ranks: sum of the means, smallest min, largest
+	 * max, wrong elements; then every iteration's slowest rank. */
 	red[0] = (int32_t)lround(t_sum / iters * 10);
 	red[1] = (int32_t)lround(t_min * 10);
 	red[2] = (int32_t)lround(t_max * 10);
 	red[3] = (int32_t)(bad > INT32_MAX ? INT32_MAX : bad);
 	static const unsigned red_op[4] = {INCA_OP_SUM, INCA_OP_MIN, INCA_OP_MAX, INCA_OP_SUM};
 
-	for (k = 0; k < 4; k++) {
+	for (k = 0; k < 4 && ret == INCA_OK; k++)
 		ret = inca_allreduce(c, INCA_IN_PLACE, &red[k], 1, INCA_DTYPE_INT32, red_op[k]);
-		if (ret < 0)
-			return ret;
+	if (ret == INCA_OK)
+		ret = inca_allreduce(c, INCA_IN_PLACE, it, iters, INCA_DTYPE_INT32, INCA_OP_MAX);
+	if (ret < 0) {
+		free(it);
+		return ret;
 	}
 	if (red[3] != 0) {
 		*rc = 1;
@@ -512,31 +538,43 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 				b->o.rank, inca_dtype_name(b->dtype), inca_op_name(b->op), bytes,
 				bad);
 	}
-	if (b->o.rank != 0)
+	if (b->o.rank != 0) {
+		free(it);
 		return INCA_OK;
-
+	}
+	qsort(it, iters, sizeof(*it), cmp_i32);
+	double med = (iters % 2 ? it[iters / 2] : (it[iters / 2 - 1] + (double)it[iters / 2]) / 2)
+		     / 10.0;
 	double avg = red[0] / 10.0 / b->o.size, mn = red[1] / 10.0, mx = red[2] / 10.0;
 	double algbw = bytes / avg; /* bytes per microsecond = MB/s */
 	/* The in-network lower bound is S/B: each link carries S bytes each
-	 * way, so S / time over the link rate is the utilisation. */
+	 * way, so S / time over the link rate is the utilisation, and
+	 * time / (S/B) its inverse (1.0 is the bound). */
 	double util = b->link_mbps > 0 ? (bytes * 8.0 / avg) / b->link_mbps : 0;
+	double sb_us = b->link_mbps > 0 ? bytes * 8.0 / b->link_mbps : 0;
+	double ratio = sb_us > 0 ? med / sb_us : 0;
 
+	free(it);
 	if (b->json) {
 		printf("%s{\"dtype\":\"%s\",\"op\":\"%s\",\"bytes\":%zu,\"count\":%zu,"
 		       "\"avg_us\":%.1f,\"min_us\":%.1f,\"max_us\":%.1f,\"algbw_MBps\":%.2f,"
-		       "\"link_util\":%.4f,\"errors\":%d}", *first_row ? "" : ",",
-		       inca_dtype_name(b->dtype), inca_op_name(b->op), bytes, count, avg, mn, mx,
-		       algbw, util, red[3]);
+		       "\"link_util\":%.4f,\"errors\":%d,\"median_us\":%.1f,\"ratio_SB\":%.4f}",
+		       *first_row ? "" : ",", inca_dtype_name(b->dtype), inca_op_name(b->op),
+		       bytes, count, avg, mn, mx, algbw, util, red[3], med, ratio);
 	} else if (b->csv) {
-		printf("%s,%s,%zu,%zu,%.1f,%.1f,%.1f,%.2f,%.4f,%d\n", inca_dtype_name(b->dtype),
-		       inca_op_name(b->op), bytes, count, avg, mn, mx, algbw, util, red[3]);
+		printf("%s,%s,%zu,%zu,%.1f,%.1f,%.1f,%.2f,%.4f,%d,%.1f,%.4f\n",
+		       inca_dtype_name(b->dtype), inca_op_name(b->op), bytes, count, avg, mn, mx,
+		       algbw, util, red[3], med, ratio);
 	} else {
-		char u[16] = "-";
+		char u[16] = "-", x[16] = "-";
 
-		if (b->link_mbps > 0)
+		if (b->link_mbps > 0) {
 			snprintf(u, sizeof(u), "%.3f", util);
-		printf("%12zu %10zu %11.1f %11.1f %11.1f %12.2f %8s %6s\n", bytes, count, avg, mn,
-		       mx, algbw, u, red[3] ? "FAIL" : b->verify ? "ok" : "-");
+			snprintf(x, sizeof(x), "%.3f", ratio);
+		}
+		printf("%12zu %10zu %11.1f %11.1f %11.1f %11.1f %12.2f %7s %7s %6s\n", bytes,
+		       count, avg, mn, mx, med, algbw, u, x,
+		       red[3] ? "FAIL" : b->verify ? "ok" : "-");
 	}
 	*first_row = false;
 	fflush(stdout);
@@ -711,7 +749,7 @@ main(int argc, char **argv)
 			       info.float_native ? "true" : "false", info.footprint, b.link_mbps);
 		else if (b.csv)
 			printf("dtype,op,bytes,count,avg_us,min_us,max_us,algbw_MBps,link_util,"
-			       "errors\n");
+			       "errors,median_us,ratio_SB\n");
 		else
 			printf("# inca-bench %s: %u workers, window %u, %u elements/packet, "
 			       "floats %s, %zu bytes per communicator%s\n", inca_version_string(),
@@ -725,9 +763,10 @@ main(int argc, char **argv)
 			b.dtype = b.dtypes[di];
 			b.op = b.ops[oi];
 			if (b.o.rank == 0 && !b.json && !b.csv)
-				printf("# %s %s\n%12s %10s %11s %11s %11s %12s %8s %6s\n",
-				       inca_dtype_name(b.dtype), inca_op_name(b.op), "bytes",
-				       "count", "avg_us", "min_us", "max_us", "algbw_MB/s", "util",
+				printf("# %s %s\n%12s %10s %11s %11s %11s %11s %12s %7s "
+				       "%7s %6s\n", inca_dtype_name(b.dtype),
+				       inca_op_name(b.op), "bytes", "count", "avg_us", "min_us",
+				       "max_us", "median_us", "algbw_MB/s", "util", "x_S/B",
 				       "check");
 			if (b.nsizes > 0) {
 				for (k = 0; k < b.nsizes && ret >= 0; k++)
