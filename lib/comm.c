@@ -501,6 +501,7 @@ li_stream_reset(struct inca_comm *c)
 	c->rtt_min_ns = 0;
 	c->rtt_min_cur = 0;
 	c->rtt_samples = 0;
+	c->srtt_ns = 0;
 	for (i = 0; i < c->ring_n; i++) {
 		memset(&c->ring[i], 0, sizeof(c->ring[i]));
 		c->ring[i].payload = c->ring_mem + (size_t)i * c->max_payload;
@@ -648,12 +649,16 @@ inca_comm_create(const struct inca_comm_opts *o, struct inca_comm **out)
 	if (c == NULL)
 		return INCA_ENOMEM;
 	c->o = *o;
-	if (c->o.window == 0)
-		c->o.window = LI_DEF_WINDOW;
-	if (c->o.max_elems == 0)
-		c->o.max_elems = LI_DEF_MAX_ELEMS;
 	if (c->o.mtu == 0)
 		c->o.mtu = LI_DEF_MTU;
+	if (c->o.max_elems == 0)
+		c->o.max_elems = payload_room(c) / 4;
+	if (c->o.window == 0) {
+		unsigned w = (LI_DEF_INFLIGHT + c->o.max_elems * 4 - 1) / (c->o.max_elems * 4);
+
+		c->o.window = w < LI_DEF_WINDOW_MIN ? LI_DEF_WINDOW_MIN :
+			      w > LI_DEF_WINDOW_MAX ? LI_DEF_WINDOW_MAX : w;
+	}
 	if (c->o.timeout_ms == 0)
 		c->o.timeout_ms = LI_DEF_TIMEOUT_MS;
 	if (c->o.give_up_ms == 0)

@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "inca_int.h"
 
@@ -293,6 +294,10 @@ rtt_sample(struct inca_comm *c, uint64_t ns)
 		c->rtt_min_cur = ns;
 	if (c->rtt_min_ns == 0 || ns < c->rtt_min_ns)
 		c->rtt_min_ns = ns;
+	if (c->srtt_ns == 0)
+		c->srtt_ns = ns;
+	else
+		c->srtt_ns += ((int64_t)ns - (int64_t)c->srtt_ns) / 8;
 	/* Epochs let the minimum rise again when the path gets slower. */
 	if (++c->rtt_samples >= LI_RTT_EPOCH) {
 		c->rtt_min_ns = c->rtt_min_cur;
@@ -584,15 +589,43 @@ receive(struct inca_comm *c)
 }
 
 /*
+ * How long to sleep before looking at the socket again, 0 to wait for the
+ * first datagram. Waking at every result costs a context switch, a poll and
+ * a recvmmsg per packet, which on a host whose cores are shared is CPU the
+ * aggregator's and the peers' packets need. While the window is what holds
+ * the sender back (more chunks to send) and many chunks are out, results
+ * arrive at the pace of the bottleneck link, about inflight / srtt per
+ * second (Little's law): sleeping srtt / LI_NAP_DIV collects about a
+ * quarter of the window per wake-up, and the chunks still out keep the
+ * link busy meanwhile. A small window (small collectives, latency) or a
+ * stream's tail, where nothing is left to send, waits for the first
+ * datagram as before.
+ */
+static uint64_t
+nap_ns(const struct inca_comm *c)
+{
+	const struct li_req *t = c->tail;
+	uint64_t nap;
+
+	if (c->next_send - c->base < LI_NAP_MIN_INFLIGHT || c->srtt_ns == 0 || t == NULL ||
+	    c->next_send >= t->seq0 + req_total(t) || c->next_send < c->base + c->window)
+		return 0;
+	nap = c->srtt_ns / LI_NAP_DIV;
+	if (nap < LI_NAP_MIN_NS)
+		return 0;
+	return nap < LI_NAP_MAX_NS ? nap : LI_NAP_MAX_NS;
+}
+
+/*
  * One round of the engine: receive, retransmit, send, check liveness, and
- * if @wait_ms > 0 and nothing completed, sleep in poll() until the next
- * deadline (at most @wait_ms). Returns INCA_OK or why the stream cannot go
+ * if @wait_ms > 0 and nothing completed, wait for a datagram (or nap, see
+ * nap_ns()) until the next deadline, at most @wait_ms. Returns INCA_OK or why the stream cannot go
  * on (silence beyond give_up_ms, a NACK, a socket error).
  */
 int
 li_progress(struct inca_comm *c, int wait_ms)
 {
-	uint64_t now, next = UINT64_MAX, hb_every, until;
+	uint64_t now, next = UINT64_MAX, hb_every, until, nap;
 	bool pending;
 	int ret;
 
@@ -649,11 +682,25 @@ li_progress(struct inca_comm *c, int wait_ms)
 		if (gu < until)
 			until = gu;
 	}
-	if (until > now) {
-		struct pollfd pfd = {.fd = c->tops->fd(c->tp), .events = POLLIN};
-		int ms = (int)((until - now + NS_PER_MS - 1) / NS_PER_MS);
+	if (until <= now)
+		return INCA_OK;
+	nap = nap_ns(c);
+	if (nap > 0) {
+		struct timespec ts;
 
-		(void)poll(&pfd, 1, ms);
+		if (nap > until - now)
+			nap = until - now;
+		ts.tv_sec = (time_t)(nap / 1000000000ull);
+		ts.tv_nsec = (long)(nap % 1000000000ull);
+		(void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+	} else {
+		struct pollfd pfd = {.fd = c->tops->fd(c->tp), .events = POLLIN};
+		struct timespec ts = {
+			.tv_sec = (time_t)((until - now) / 1000000000ull),
+			.tv_nsec = (long)((until - now) % 1000000000ull),
+		};
+
+		(void)ppoll(&pfd, 1, &ts, NULL);
 	}
 	return INCA_OK;
 }

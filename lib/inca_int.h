@@ -17,9 +17,20 @@
 
 #include <inca/inca.h>
 
-/* Defaults of struct inca_comm_opts (0 there means these). */
-#define LI_DEF_WINDOW 32
-#define LI_DEF_MAX_ELEMS 256
+/*
+ * Defaults of struct inca_comm_opts (0 there means these). Elements per
+ * packet: as many 32-bit lanes as the MTU holds (360 at 1500, 2048 at
+ * 9000): the per-packet cost in the kernels and in the aggregator, not the
+ * bytes, is what limits a host, and headers are 74 bytes per frame
+ * whatever the payload. Window: about LI_DEF_INFLIGHT bytes of payload in
+ * flight, within [LI_DEF_WINDOW_MIN, LI_DEF_WINDOW_MAX] chunks: 32 at MTU
+ * 1500, 8 at 9000. More in flight only queues in the bottleneck's buffer,
+ * and measured through tbf links on a loaded host it costs goodput (48
+ * chunks of 1440 bytes ran at a third of the rate of 24; docs/benchmarks.md).
+ */
+#define LI_DEF_INFLIGHT (64u * 1024)
+#define LI_DEF_WINDOW_MIN 8
+#define LI_DEF_WINDOW_MAX 32
 #define LI_DEF_MTU 1500
 #define LI_DEF_TIMEOUT_MS 20
 #define LI_DEF_GIVE_UP_MS 3000
@@ -36,6 +47,16 @@
 #define LI_RTT_EPOCH 256
 /* Floor of the retry timer of a chunk presumed lost (ns). */
 #define LI_FAST_RTO_MIN_NS 1000000ull
+/*
+ * Coalesced waiting (engine.c, li_progress): while the window holds the
+ * sender back and at least LI_NAP_MIN_INFLIGHT chunks are out, sleep for
+ * 1 / LI_NAP_DIV of the smoothed completion time instead of waking at each
+ * result, within [LI_NAP_MIN_NS, LI_NAP_MAX_NS].
+ */
+#define LI_NAP_MIN_INFLIGHT 8
+#define LI_NAP_DIV 4
+#define LI_NAP_MIN_NS 20000ull
+#define LI_NAP_MAX_NS 2000000ull
 /* Requests in flight per communicator. */
 #define LI_MAX_REQUESTS 1024
 /* Packets per sendmmsg / recvmmsg call. */
@@ -200,6 +221,7 @@ struct inca_comm {
 	uint64_t rtt_min_ns;  /* smallest completion time of the last epoch */
 	uint64_t rtt_min_cur; /* ... of the current epoch */
 	uint32_t rtt_samples;
+	uint64_t srtt_ns;     /* smoothed completion time (1/8 gain) */
 	struct li_chunk *ring;  /* 2 * window entries */
 	uint8_t *ring_mem;
 	uint32_t ring_n;
