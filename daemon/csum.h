@@ -22,12 +22,20 @@
 #include <rte_ip.h>
 #include <rte_udp.h>
 
+typedef uint16_t (*incad_csum_fn)(const void *buf, size_t len);
+
+/* The version of incad_raw_cksum() for this CPU, set before main(). */
+extern incad_csum_fn incad_csum_impl;
+
 /*
  * As rte_raw_cksum(): the folded, not complemented, sum in memory order.
- * csum.c has an AVX-512, an AVX2 and a baseline version, picked at load
- * time for the CPU.
+ * csum.c has an AVX-512, an AVX2 and a baseline version.
  */
-uint16_t incad_raw_cksum(const void *buf, size_t len);
+static inline uint16_t
+incad_raw_cksum(const void *buf, size_t len)
+{
+	return incad_csum_impl(buf, len);
+}
 
 /* Fold a sum of memory-order words to 16 bits; 0 only if the sum is 0. */
 static inline uint16_t
