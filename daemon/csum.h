@@ -14,6 +14,7 @@
 #ifndef INCAD_CSUM_H
 #define INCAD_CSUM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -27,9 +28,22 @@ typedef uint16_t (*incad_csum_fn)(const void *buf, size_t len);
 /* The version of incad_raw_cksum() for this CPU, set before main(). */
 extern incad_csum_fn incad_csum_impl;
 
+/* One version built into csum.c, and whether this CPU can run it. */
+struct incad_csum_variant {
+	const char *name;
+	incad_csum_fn fn;
+	bool usable;
+};
+
+/*
+ * Every version built (@n of them), for tests and benchmarks only: the
+ * daemon calls incad_raw_cksum(). Valid once constructors have run.
+ */
+const struct incad_csum_variant *incad_csum_variants(unsigned int *n);
+
 /*
  * As rte_raw_cksum(): the folded, not complemented, sum in memory order.
- * csum.c has an AVX-512, an AVX2 and a baseline version.
+ * csum.c has AVX512_VNNI, AVX-512BW, AVX2 and baseline versions.
  */
 static inline uint16_t
 incad_raw_cksum(const void *buf, size_t len)
@@ -37,15 +51,22 @@ incad_raw_cksum(const void *buf, size_t len)
 	return incad_csum_impl(buf, len);
 }
 
-/* Fold a sum of memory-order words to 16 bits; 0 only if the sum is 0. */
+/*
+ * Fold a sum of memory-order words to 16 bits; 0 only if the sum is 0.
+ * The high half of s plus s rotated by half its width is the sum of its
+ * halves with the carry out added back in (an end-around carry): the
+ * same modulo 2^32 - 1, and so modulo 0xffff, and 0 only if s is 0. Half
+ * the operations of folding by masks and shifts, for the same result.
+ */
 static inline uint16_t
 incad_csum_fold(uint64_t s)
 {
-	s = (s & 0xffffffff) + (s >> 32);
-	s = (s & 0xffffffff) + (s >> 32);
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)s;
+	uint32_t v;
+
+	s += (s >> 32) | (s << 32);
+	v = (uint32_t)(s >> 32);
+	v += (v >> 16) | (v << 16);
+	return (uint16_t)(v >> 16);
 }
 
 /* Folded sum of an IPv4 header without options (20 bytes). */
