@@ -8,6 +8,7 @@
 #
 #   tools/bench/bench_incad.sh [--incad PATH] [--runs N] [--secs S]
 #                              [--workers N] [--elems E] [--lcore L] [--no-udp-csum]
+#                              [--callgrind S]
 #
 # Method. Both programs read the same pcap through the same vdev,
 # net_pcap0,rx_pcap=FILE,infinite_rx=1 with no tx stream: the PMD replays
@@ -34,6 +35,15 @@
 # disturb far less. Both programs are busy polling and never idle here, so
 # this is their rate on a CPU of their own.
 #
+# --callgrind S counts incad's instructions instead of measuring rates:
+# incad runs under valgrind's callgrind, which counts for S seconds after
+# the warm-up, and the count is divided by the frames incad handled.
+# Instructions per frame are not time (a checksum or a copy runs several
+# instructions per cycle, a cache miss none), but they are the same on
+# every run: on a shared host they show what a change to the per-frame
+# path saved when a rate cannot. incad's functions are listed by their
+# share. valgrind emulates no AVX-512, so the AVX2 versions run.
+#
 # The cycle rejoins every 1029 frames, which a real job does once;
 # incad's INFO lines for those JOINs and LEAVEs (a console write and a
 # syslog call each) are left out with --log-level incad.ctrl:notice so
@@ -52,6 +62,7 @@ ELEMS=256
 LCORE=1
 POOL=64
 CSUM=1
+CALLGRIND=0
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -62,11 +73,14 @@ while [ $# -gt 0 ]; do
 	--elems) ELEMS=$2; shift 2 ;;
 	--lcore) LCORE=$2; shift 2 ;;
 	--no-udp-csum) CSUM=0; shift ;;
+	--callgrind) CALLGRIND=$2; shift 2 ;;
 	*) sed -n 's/^#   //p' "$0" >&2; exit 2 ;;
 	esac
 done
 if [ -z "$INCAD" ]; then
-	for b in "$SRC"/build*/daemon/incad; do [ -x "$b" ] && INCAD=$b && break; done
+	for b in "$SRC"/build/daemon/incad "$SRC"/build*/daemon/incad; do
+		[ -x "$b" ] && INCAD=$b && break
+	done
 fi
 [ -x "$INCAD" ] || { echo "bench_incad: no incad (--incad PATH)" >&2; exit 1; }
 TESTPMD=$(command -v dpdk-testpmd) ||
@@ -145,7 +159,7 @@ sample()
 import os, sys, time
 sys.path.insert(0, sys.argv[2])
 from harness import Telemetry
-t = Telemetry(sys.argv[1]).connect(timeout=20)
+t = Telemetry(sys.argv[1]).connect(timeout=int(os.environ.get('BENCH_WAIT', '20')))
 s = t.query('/ethdev/stats,0')
 cpu = 0.0
 if sys.argv[3] != '0':
@@ -192,6 +206,74 @@ median()
 		END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 
+TESTPMD_ARGS=(-- --forward-mode=io --auto-start --stats-period 3600 --total-num-mbufs 8191
+	--txd 1024 --rxd 1024)
+
+# instructions FILE_PREFIX CMD...: incad's instructions per frame under
+# callgrind, in all and by function. The counters are zeroed after the
+# warm-up and dumped (to $out.1) S seconds later; the frames are the calls
+# to inca_msg_decode() in that dump (every frame of the pcap is an INCA
+# message, decoded once), so both counts cover the same instructions
+# however late valgrind acts on the commands.
+instructions()
+{
+	local prefix=$1 pid i out=$TMP/$1.cg
+	shift
+	valgrind --tool=callgrind --callgrind-out-file="$out" \
+		"$@" >"$TMP/$prefix.log" 2>&1 </dev/null &
+	pid=$!
+	PIDS+=("$pid")
+	BENCH_WAIT=120 sample "$prefix" >/dev/null || { cat "$TMP/$prefix.log" >&2; return 1; }
+	sleep 2
+	callgrind_control -z "$pid" >/dev/null
+	sleep "$CALLGRIND"
+	callgrind_control -d "$pid" >/dev/null
+	for ((i = 0; i < 600; i++)); do [ -s "$out.1" ] && break; sleep 0.1; done
+	kill -INT "$pid"
+	wait "$pid" 2>/dev/null
+	PIDS=("${PIDS[@]/$pid/}")
+	rm -rf /var/run/dpdk/"$prefix"
+	callgrind_annotate --threshold=100 --auto=no "$out.1" >"$out.txt" 2>/dev/null
+	$PY - "$out.1" "$out.txt" <<'EOF'
+import re, sys
+from collections import defaultdict
+names, frames, total, want = {}, 0, 0, False
+for line in open(sys.argv[1]):
+    m = re.match(r'c?fn=\((\d+)\)(?: (.*))?', line)
+    if m:
+        if m.group(2):
+            names[m.group(1)] = m.group(2).strip()
+        want = line.startswith('cfn') and names.get(m.group(1)) == 'inca_msg_decode'
+    elif line.startswith('calls=') and want:
+        frames += int(line.split()[0][6:])
+    elif line.startswith('totals:'):
+        total = int(line.split()[1])
+if frames == 0:
+    sys.exit('bench_incad: no frames in the callgrind dump')
+by_fn = defaultdict(int)
+for line in open(sys.argv[2]):
+    m = re.match(r'\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(\S+)', line)
+    if m and 'PROGRAM' not in line:
+        by_fn[m.group(2).rsplit(':', 1)[-1]] += int(m.group(1).replace(',', ''))
+print('incad: %.0f instructions per frame (%d frames)' % (total / frames, frames))
+for fn, v in sorted(by_fn.items(), key=lambda kv: -kv[1]):
+    # main() and the lcore's entry hold the cost of the rest when the dump
+    # is taken mid-run: not a function's own.
+    if v < total * 0.5 and v / frames >= 2:
+        print('  %7.1f  %s' % (v / frames, fn))
+EOF
+}
+
+if [ "$CALLGRIND" -gt 0 ]; then
+	command -v valgrind >/dev/null && command -v callgrind_control >/dev/null ||
+		{ echo "bench_incad: --callgrind needs valgrind" >&2; exit 1; }
+	echo "incad under callgrind for $CALLGRIND s, $NW workers, $ELEMS int32 elements"
+	instructions "${PREFIX}_i" "$INCAD" "${EAL[@]}" --log-level incad.ctrl:notice \
+		-l "$LCORE" --file-prefix "${PREFIX}_i" -- -c "$TMP/bench.conf" || exit 1
+	echo "  (instructions per frame by function; unnamed ones are in DPDK's shared objects)"
+	exit 0
+fi
+
 echo "incad: $INCAD"
 echo "testpmd: $TESTPMD"
 echo "vdev: net_pcap0,rx_pcap=<cycle>,infinite_rx=1 (tx dropped), $NW workers," \
@@ -203,8 +285,7 @@ echo "vdev: net_pcap0,rx_pcap=<cycle>,infinite_rx=1 (tx dropped), $NW workers," 
 : >"$TMP/ratio_cpu.txt"
 for ((i = 1; i <= RUNS; i++)); do
 	t=$(measure "${PREFIX}_t$i" "$TESTPMD" "${EAL[@]}" -l "0,$LCORE" --main-lcore 0 \
-		--file-prefix "${PREFIX}_t$i" -- --forward-mode=io --auto-start \
-		--stats-period 3600 --total-num-mbufs 8191 --txd 1024 --rxd 1024) || exit 1
+		--file-prefix "${PREFIX}_t$i" "${TESTPMD_ARGS[@]}") || exit 1
 	n=$(measure "${PREFIX}_i$i" "$INCAD" "${EAL[@]}" --log-level incad.ctrl:notice \
 		-l "$LCORE" --file-prefix "${PREFIX}_i$i" -- -c "$TMP/bench.conf") || exit 1
 	echo "$t" >>"$TMP/testpmd.txt"
