@@ -230,6 +230,20 @@ agg_job_busy_slots(const struct agg_job *j)
 	return n;
 }
 
+/* inca_dtype_size() without the call, on the path every contribution
+ * takes. */
+static inline size_t
+elem_size(unsigned dtype)
+{
+	static const uint8_t size[INCA_DTYPE_COUNT] = {
+#define INCA_X_(n, v, s) [v] = s,
+		INCA_DTYPES(INCA_X_)
+#undef INCA_X_
+	};
+
+	return dtype < INCA_DTYPE_COUNT ? size[dtype] : 0;
+}
+
 static inline enum agg_verdict
 drop(struct agg_out *out, enum agg_drop reason)
 {
@@ -332,7 +346,7 @@ agg_contribute(struct agg_job *j, const struct inca_msg *m, struct agg_out *out)
 	 * kernels would otherwise read beyond the body.
 	 */
 	if (unlikely(m->count == 0 || m->body == NULL ||
-		     m->body_len < (size_t)m->count * inca_dtype_size(m->dtype)))
+		     m->body_len < (size_t)m->count * elem_size(m->dtype)))
 		return drop(out, AGG_DROP_MALFORMED);
 	if (unlikely((m->flags & INCA_F_BFP) && m->dtype != INCA_DTYPE_INT32))
 		return drop(out, AGG_DROP_DTYPE);
@@ -390,7 +404,7 @@ agg_contribute(struct agg_job *j, const struct inca_msg *m, struct agg_out *out)
 size_t
 agg_result_len(const struct agg_set *s)
 {
-	return INCA_HDR_LEN + (size_t)s->count * inca_dtype_size(s->dtype);
+	return INCA_HDR_LEN + (size_t)s->count * elem_size(s->dtype);
 }
 
 size_t
