@@ -352,6 +352,7 @@ inca_ctrl_decode(const void *buf, struct inca_ctrl_info *c)
 	c->hb_ms = get32(p + CTRL_OFF(hb_ms));
 	c->evict_ms = get32(p + CTRL_OFF(evict_ms));
 	c->pool_base = get32(p + CTRL_OFF(pool_base));
+	c->session = get32(p + CTRL_OFF(session));
 }
 
 void
@@ -359,7 +360,6 @@ inca_ctrl_encode(const struct inca_ctrl_info *c, void *buf)
 {
 	uint8_t *p = buf;
 
-	/* Reserved bytes go out as zeros. */
 	memset(p, 0, INCA_CTRL_LEN);
 	p[CTRL_OFF(ver_min)] = c->ver_min;
 	p[CTRL_OFF(ver_max)] = c->ver_max;
@@ -373,6 +373,7 @@ inca_ctrl_encode(const struct inca_ctrl_info *c, void *buf)
 	put32(p + CTRL_OFF(hb_ms), c->hb_ms);
 	put32(p + CTRL_OFF(evict_ms), c->evict_ms);
 	put32(p + CTRL_OFF(pool_base), c->pool_base);
+	put32(p + CTRL_OFF(session), c->session);
 }
 
 /* Frames. */

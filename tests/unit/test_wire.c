@@ -925,6 +925,7 @@ check_ctrl_eq(const struct inca_ctrl_info *a, const struct inca_ctrl_info *b)
 	ck_assert_uint_eq(a->hb_ms, b->hb_ms);
 	ck_assert_uint_eq(a->evict_ms, b->evict_ms);
 	ck_assert_uint_eq(a->pool_base, b->pool_base);
+	ck_assert_uint_eq(a->session, b->session);
 }
 
 /* Every message type, every data type for the data messages. */
@@ -987,11 +988,10 @@ START_TEST(test_ctrl_bytes)
 		.ver_min = 1, .ver_max = 2, .dtypes = 0x0304, .ops = 0x0506,
 		.max_elems = 0x0708, .nworkers = 0x090a, .pool_size = 0x0b0c,
 		.window = 0x0d0e, .caps = 0x0f10, .hb_ms = 0x11121314,
-		.evict_ms = 0x15161718, .pool_base = 0x191a1b1c,
+		.evict_ms = 0x15161718, .pool_base = 0x191a1b1c, .session = 0x1d1e1f20,
 	};
 	struct inca_ctrl_info d;
 	uint8_t buf[INCA_CTRL_LEN + 1];
-	size_t i;
 
 	memset(buf, 0xff, sizeof(buf));
 	inca_ctrl_encode(&c, buf);
@@ -1008,9 +1008,9 @@ START_TEST(test_ctrl_bytes)
 	ck_assert_uint_eq(buf[offsetof(struct inca_ctrl, hb_ms) + 3], 0x14);
 	ck_assert_uint_eq(buf[offsetof(struct inca_ctrl, evict_ms)], 0x15);
 	ck_assert_uint_eq(buf[offsetof(struct inca_ctrl, pool_base) + 3], 0x1c);
-	/* Reserved bytes are zero; nothing is written past the body. */
-	for (i = offsetof(struct inca_ctrl, reserved); i < INCA_CTRL_LEN; i++)
-		ck_assert_uint_eq(buf[i], 0);
+	ck_assert_uint_eq(buf[offsetof(struct inca_ctrl, session)], 0x1d);
+	ck_assert_uint_eq(buf[offsetof(struct inca_ctrl, session) + 3], 0x20);
+	/* Nothing is written past the body. */
 	ck_assert_uint_eq(buf[INCA_CTRL_LEN], 0xff);
 	inca_ctrl_decode(buf, &d);
 	check_ctrl_eq(&c, &d);

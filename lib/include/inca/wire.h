@@ -4,7 +4,7 @@
 
 /**
  * @file
- * The INCA wire format, version 1: the one C definition of it.
+ * The INCA wire format, version 2: the one C definition of it.
  *
  * docs/protocol.md is the specification; this header mirrors it field by
  * field and a unit test checks the two against each other. Every multi-byte
@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /** Protocol version carried in every header. */
-#define INCA_PROTO_VERSION 1
+#define INCA_PROTO_VERSION 2
 /** Default UDP destination port of an aggregator (0x494E, "IN"). */
 #define INCA_UDP_PORT 18766
 
@@ -125,7 +125,8 @@ enum inca_op {
 	X(SHUTTING_DOWN, 12, "aggregator is shutting down") \
 	X(EVICTED, 13, "member was evicted (silent too long)") \
 	X(MEMBER_LOST, 14, "the job lost a member; rejoin before contributing") \
-	X(RATE_LIMITED, 15, "too many control messages from this source")
+	X(RATE_LIMITED, 15, "too many control messages from this source") \
+	X(MISMATCH, 16, "the ranks' contributions to one chunk differ (count, dtype, op, offset or BFP)")
 
 enum inca_nack_reason {
 	INCA_NACK_NONE = 0,
@@ -146,7 +147,7 @@ struct inca_hdr {
 	uint8_t op;       /**< enum inca_op (data messages; JOIN: job's op) */
 	uint16_t job;     /**< job id, 1..65535; 0 only in HELLO/CAPS */
 	uint16_t rank;    /**< worker rank, 0..INCA_MAX_WORKERS-1 */
-	uint32_t token;   /**< per-job token the aggregator compares */
+	uint32_t token;   /**< HELLO, JOIN: the job token; else the session token */
 	uint16_t slot;    /**< slot index in the job's pool */
 	uint8_t flags;    /**< INCA_F_* */
 	int8_t exp;       /**< per-packet exponent (block fixed point) */
@@ -182,7 +183,15 @@ struct inca_ctrl {
 	uint32_t hb_ms;      /**< heartbeat interval the aggregator expects */
 	uint32_t evict_ms;   /**< silence after which a member is evicted */
 	uint32_t pool_base;  /**< ACK: first slot of the job (informational) */
-	uint32_t reserved;   /**< zero */
+	/**
+	 * JOIN_ACK: the session token of the job's current incarnation, never
+	 * 0. Every later message of the member (CONTRIB, HEARTBEAT, LEAVE)
+	 * carries it in inca_hdr.token; a job reset starts a new incarnation
+	 * with another session token, so messages of an older one are told
+	 * apart and dropped. Zero in every other message.
+	 */
+	uint32_t session;
+
 };
 
 /* The layout is the specification: these must not move. */
@@ -200,7 +209,7 @@ _Static_assert(offsetof(struct inca_hdr, bitmap) == 28, "inca_hdr.bitmap");
 _Static_assert(sizeof(struct inca_ctrl) == INCA_CTRL_LEN, "inca_ctrl size");
 _Static_assert(offsetof(struct inca_ctrl, hb_ms) == 16, "inca_ctrl.hb_ms");
 _Static_assert(offsetof(struct inca_ctrl, pool_base) == 24, "inca_ctrl.pool_base");
-_Static_assert(offsetof(struct inca_ctrl, reserved) == 28, "inca_ctrl.reserved");
+_Static_assert(offsetof(struct inca_ctrl, session) == 28, "inca_ctrl.session");
 
 /**
  * Why a message or frame was rejected: one distinct reason for every
@@ -268,7 +277,7 @@ struct inca_msg {
 struct inca_ctrl_info {
 	uint8_t ver_min, ver_max;
 	uint16_t dtypes, ops, max_elems, nworkers, pool_size, window, caps;
-	uint32_t hb_ms, evict_ms, pool_base;
+	uint32_t hb_ms, evict_ms, pool_base, session;
 };
 
 /** Where the INCA message sits in an Ethernet frame (see inca_frame_parse). */
