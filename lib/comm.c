@@ -178,6 +178,7 @@ inca_comm_opts_from_env(struct inca_comm_opts *o)
 	ENV_FIELD("INCA_MTU", mtu, UINT16_MAX);
 	ENV_FIELD("INCA_TIMEOUT_MS", timeout_ms, UINT32_MAX);
 	ENV_FIELD("INCA_GIVE_UP_MS", give_up_ms, UINT32_MAX);
+	ENV_FIELD("INCA_OP_TIMEOUT_MS", op_timeout_ms, UINT32_MAX);
 	ENV_FIELD("INCA_PROBE_EVERY", probe_every, UINT32_MAX);
 #undef ENV_FIELD
 
@@ -271,7 +272,9 @@ hdr_init(struct inca_comm *c, struct inca_msg *m, unsigned type)
 	m->type = type;
 	m->job = type == INCA_MSG_HELLO ? 0 : c->o.job;
 	m->rank = c->o.rank;
-	m->token = c->o.token;
+	/* Only HELLO and JOIN prove knowledge of the job token; everything
+	 * after JOIN_ACK names the incarnation it belongs to. */
+	m->token = type == INCA_MSG_HELLO || type == INCA_MSG_JOIN ? c->o.token : li_session(c);
 }
 
 /* Bytes the payload of one chunk of @dtype may take inside the MTU. */
@@ -369,6 +372,8 @@ exchange(struct inca_comm *c, unsigned type, unsigned want, uint32_t give_up_ms,
 
 		if (now >= end)
 			return INCA_ETIMEDOUT;
+		if (li_aborted(c))
+			return INCA_ECANCELED;
 		if (now >= next) {
 			ret = li_send_ctrl(c, type);
 			if (ret < 0)
@@ -378,6 +383,8 @@ exchange(struct inca_comm *c, unsigned type, unsigned want, uint32_t give_up_ms,
 			tries++;
 		}
 		wait_ms = (int)(((next < end ? next : end) - now + 999999) / 1000000);
+		if (wait_ms > LI_WAIT_SLICE_MS)
+			wait_ms = LI_WAIT_SLICE_MS;
 		pfd.fd = c->tops->fd(c->tp);
 		pfd.events = POLLIN;
 		if (poll(&pfd, 1, wait_ms) <= 0)
@@ -536,11 +543,12 @@ li_join(struct inca_comm *c, uint32_t give_up_ms)
 		li_leave(c, 0);
 		return INCA_EPROTO;
 	}
-	if (ack.pool_size == 0 || ack.max_elems == 0) {
-		li_log(INCA_LOG_ERR, "JOIN_ACK grants no slots or no elements");
+	if (ack.pool_size == 0 || ack.max_elems == 0 || ack.session == 0) {
+		li_log(INCA_LOG_ERR, "JOIN_ACK grants no slots, no elements or no session");
 		li_leave(c, 0);
 		return INCA_EPROTO;
 	}
+	__atomic_store_n(&c->session, ack.session, __ATOMIC_RELEASE);
 	if (ack.caps != 0)
 		c->caps = ack.caps;
 	c->pool = ack.pool_size;
@@ -665,6 +673,8 @@ inca_comm_create(const struct inca_comm_opts *o, struct inca_comm **out)
 		c->o.give_up_ms = LI_DEF_GIVE_UP_MS;
 	if (c->o.probe_every == 0)
 		c->o.probe_every = LI_DEF_PROBE_EVERY;
+	if (c->o.op_timeout_ms == 0)
+		c->o.op_timeout_ms = LI_DEF_OP_TIMEOUT_MS;
 	c->fb_fn = o->fallback;
 	c->fb_ctx = o->fallback_ctx;
 	c->tops = &li_udp_ops;
@@ -742,6 +752,21 @@ inca_comm_destroy(struct inca_comm *c)
 		li_leave(c, wait < c->o.give_up_ms ? wait : c->o.give_up_ms);
 	}
 	comm_free(c);
+}
+
+void
+inca_comm_abort(struct inca_comm *c)
+{
+	if (c != NULL)
+		__atomic_store_n(&c->aborted, 1, __ATOMIC_RELEASE);
+}
+
+int
+inca_comm_error(const struct inca_comm *c)
+{
+	if (c == NULL)
+		return INCA_EINVAL;
+	return __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
 }
 
 void

@@ -206,7 +206,7 @@ emit(struct inca_comm *c, struct li_chunk *e, bool retx)
 	m.op = r->wire_op;
 	m.job = c->o.job;
 	m.rank = c->o.rank;
-	m.token = c->o.token;
+	m.token = li_session(c);
 	m.slot = (uint16_t)(e->seq % c->pool);
 	m.flags = (uint8_t)(((e->seq / c->pool) & 1) ? INCA_F_SET : 0) | r->flags |
 		  (retx ? INCA_F_RETX : 0);
@@ -530,7 +530,7 @@ li_handle_msg(struct inca_comm *c, const void *buf, size_t len)
 		c->alive_ns = li_now_ns();
 		return;
 	}
-	if (m.job != c->o.job || m.rank != c->o.rank || m.token != c->o.token) {
+	if (m.job != c->o.job || m.rank != c->o.rank || m.token != li_session(c)) {
 		c->st.rx_invalid++;
 		return;
 	}
@@ -551,7 +551,10 @@ li_handle_msg(struct inca_comm *c, const void *buf, size_t len)
 		if (c->nack_err == 0)
 			li_log(INCA_LOG_WARN, "job %u rank %u: NACK %s", c->o.job, c->o.rank,
 			       inca_nack_name(m.reason));
-		c->nack_err = INCA_EREFUSED;
+		/* A mismatch is the program's error, not the network's: the
+		 * ranks' streams no longer agree, and no fallback can make
+		 * them (it would run mismatched host collectives). */
+		c->nack_err = m.reason == INCA_NACK_MISMATCH ? INCA_EPROTO : INCA_EREFUSED;
 		c->nack_reason = m.reason;
 		break;
 	case INCA_MSG_HEARTBEAT_ACK:
@@ -714,34 +717,44 @@ fail_all(struct inca_comm *c, int err)
 		li_req_complete(c, c->head, err);
 }
 
+/* Fail every pending request and the communicator with @err. */
+static int
+fail_hard(struct inca_comm *c, int err)
+{
+	li_log(INCA_LOG_ERR, "job %u rank %u: communicator failed: %s", c->o.job, c->o.rank,
+	       inca_strerror(err));
+	li_ka_allow(c, 0);
+	li_set_failed(c, err);
+	fail_all(c, err);
+	return err;
+}
+
 /*
  * The aggregator path is gone: agree with the other ranks and continue in
  * the fallback, or fail every pending request (and the communicator) when
- * there is none.
+ * there is none. A mismatch (INCA_EPROTO) or an abort (INCA_ECANCELED) is
+ * not the aggregator's failure and never falls back: the fallback could
+ * only run mismatched host collectives, or wait for a rank that gave up.
  */
 int
 li_fail_stream(struct inca_comm *c, int err)
 {
 	int ret;
 
-	if (c->fb_fn != NULL) {
+	if (c->fb_fn != NULL && err != INCA_EPROTO && err != INCA_ECANCELED) {
 		ret = li_recover(c);
 		if (ret == INCA_OK)
 			return INCA_OK;
 		err = ret;
 	}
-	li_log(INCA_LOG_ERR, "job %u rank %u: communicator failed: %s", c->o.job, c->o.rank,
-	       inca_strerror(err));
-	li_ka_allow(c, 0);
-	c->failed = err;
-	fail_all(c, err);
-	return err;
+	return fail_hard(c, err);
 }
 
 /* Run until @r is done; with @r NULL and !@block, one round. */
 static int
 drive(struct inca_comm *c, struct li_req *r, bool block)
 {
+	uint64_t deadline = li_now_ns() + (uint64_t)c->o.op_timeout_ms * NS_PER_MS;
 	int ret;
 
 	for (;;) {
@@ -751,11 +764,30 @@ drive(struct inca_comm *c, struct li_req *r, bool block)
 			fail_all(c, INCA_EFAILED);
 			return INCA_OK;
 		}
+		if (li_aborted(c)) {
+			li_fail_stream(c, INCA_ECANCELED);
+			continue;
+		}
+		/* The aggregator may be alive and answering heartbeats while a
+		 * peer never contributes (it stopped calling, or called
+		 * another collective): only this bound ends that wait. */
+		if (block && !c->in_fallback && li_now_ns() >= deadline) {
+			li_log(INCA_LOG_ERR, "job %u rank %u: collective incomplete after %u ms",
+			       c->o.job, c->o.rank, c->o.op_timeout_ms);
+			fail_hard(c, INCA_ETIMEDOUT);
+			continue;
+		}
+		if (c->stream_err != 0 && !c->in_fallback) {
+			ret = c->stream_err;
+			c->stream_err = 0;
+			li_fail_stream(c, ret);
+			continue;
+		}
 		if (c->in_fallback) {
 			if (c->need_recovery) {
 				ret = li_recover(c);
 				if (ret < 0) {
-					c->failed = ret;
+					li_set_failed(c, ret);
 					fail_all(c, ret);
 					continue;
 				}
@@ -764,7 +796,7 @@ drive(struct inca_comm *c, struct li_req *r, bool block)
 				return INCA_OK;
 			ret = li_fb_run(c, c->head);
 			if (ret < 0) {
-				c->failed = ret;
+				li_set_failed(c, ret);
 				fail_all(c, ret);
 			}
 			continue;
@@ -1003,7 +1035,7 @@ li_close_stream(struct inca_comm *c)
 		return;
 	}
 	c->st.collectives--; /* not the user's */
-	while (r->state == LI_REQ_PENDING && li_now_ns() < end) {
+	while (r->state == LI_REQ_PENDING && li_now_ns() < end && !li_aborted(c)) {
 		if (li_progress(c, 100) < 0)
 			break;
 	}
@@ -1024,7 +1056,9 @@ inca_comm_progress(struct inca_comm *c)
 	if (c->in_fallback || !c->joined)
 		return INCA_OK;
 	ret = li_progress(c, 0);
-	if (ret < 0 && c->head != NULL)
-		return li_fail_stream(c, ret);
+	/* Recovery blocks in the fallback: leave it to the next call that
+	 * may block (inca_wait, inca_test, a blocking collective). */
+	if (ret < 0 && c->head != NULL && c->stream_err == 0)
+		c->stream_err = ret;
 	return INCA_OK;
 }

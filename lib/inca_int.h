@@ -35,6 +35,9 @@
 #define LI_DEF_TIMEOUT_MS 20
 #define LI_DEF_GIVE_UP_MS 3000
 #define LI_DEF_PROBE_EVERY 64
+#define LI_DEF_OP_TIMEOUT_MS 60000
+/* Longest single sleep of a wait, so that inca_comm_abort() is seen soon. */
+#define LI_WAIT_SLICE_MS 100
 /* The local window is capped: the result ring is 2 x window x payload. */
 #define LI_MAX_WINDOW 1024
 /* Retransmission timeouts double per retry up to this many times... */
@@ -203,6 +206,12 @@ struct inca_comm {
 
 	/* membership */
 	bool joined;
+	/*
+	 * Session token of the job incarnation we joined (JOIN_ACK): what
+	 * CONTRIB, HEARTBEAT and LEAVE carry. Atomic: the keepalive thread
+	 * reads it.
+	 */
+	uint32_t session;
 	uint16_t caps;
 	uint16_t agg_dtypes;
 	uint16_t agg_ops;
@@ -240,7 +249,9 @@ struct inca_comm {
 	uint64_t last_hb_ns;
 	int nack_err;         /* a NACK made the stream impossible: pending failure */
 	uint16_t nack_reason;
-	int failed;           /* sticky error without fallback */
+	int stream_err;       /* inca_comm_progress() found the stream broken: recover later */
+	int failed;           /* sticky error; atomic (inca_comm_error() reads it) */
+	int aborted;          /* atomic: inca_comm_abort() was called */
 
 	/* fallback */
 	bool in_fallback;
@@ -286,6 +297,24 @@ static inline void
 li_set_last_tx(struct inca_comm *c, uint64_t now)
 {
 	__atomic_store_n(&c->last_tx_ns, now, __ATOMIC_RELAXED);
+}
+
+static inline uint32_t
+li_session(const struct inca_comm *c)
+{
+	return __atomic_load_n(&c->session, __ATOMIC_ACQUIRE);
+}
+
+static inline void
+li_set_failed(struct inca_comm *c, int err)
+{
+	__atomic_store_n(&c->failed, err, __ATOMIC_RELEASE);
+}
+
+static inline bool
+li_aborted(const struct inca_comm *c)
+{
+	return __atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE) != 0;
 }
 
 static inline void

@@ -48,7 +48,7 @@ ka_main(void *arg)
 	m.type = INCA_MSG_HEARTBEAT;
 	m.job = c->o.job;
 	m.rank = c->o.rank;
-	m.token = c->o.token;
+	m.token = li_session(c);
 	inca_hdr_encode(&m, buf);
 	/* hb_ms is fixed by JOIN_ACK before the thread starts. */
 	period = (uint64_t)(c->hb_ms ? c->hb_ms : 1000) * 1000000ull / 2;
@@ -71,6 +71,9 @@ ka_main(void *arg)
 		last = __atomic_load_n(&c->last_tx_ns, __ATOMIC_RELAXED);
 		if (!__atomic_load_n(&c->ka_allowed, __ATOMIC_ACQUIRE) || now - last < period)
 			continue;
+		/* A rejoin (a probe back from the fallback) changes the session. */
+		m.token = li_session(c);
+		inca_hdr_encode(&m, buf);
 		if (send(fd, buf, sizeof(buf), MSG_DONTWAIT) == (ssize_t)sizeof(buf)) {
 			__atomic_store_n(&c->last_tx_ns, now, __ATOMIC_RELAXED);
 			__atomic_fetch_add(&c->ka_sent, 1, __ATOMIC_RELAXED);

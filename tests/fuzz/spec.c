@@ -60,7 +60,7 @@ spec_msg_check(const uint8_t *b, size_t len, unsigned max_elems)
 	reason = be16(b + 26);
 	body = len - 32;
 
-	if (b[0] != 1)
+	if (b[0] != 2)
 		return INCA_WIRE_VERSION;
 	if (type < 1 || type > 11)
 		return INCA_WIRE_TYPE;
@@ -93,7 +93,7 @@ spec_msg_check(const uint8_t *b, size_t len, unsigned max_elems)
 	}
 
 	if (type == 11 /* NACK */) {
-		if (reason == 0 || reason > 15)
+		if (reason == 0 || reason > 16)
 			return INCA_WIRE_REASON;
 	} else if (reason != 0) {
 		return INCA_WIRE_REASON;

@@ -69,6 +69,8 @@ struct tagg {
 	atomic_bool mute;
 	atomic_bool restart;
 	struct agg_job *job;
+	uint32_t session;     /* session token of the job's incarnation */
+	unsigned incarnations;
 	uint16_t nworkers;
 	uint32_t members;
 	bool was_full;        /* all ranks joined once: a missing one was lost */
@@ -139,8 +141,8 @@ static void
 tagg_caps(const struct tagg *a, struct inca_ctrl_info *ci)
 {
 	memset(ci, 0, sizeof(*ci));
-	ci->ver_min = 1;
-	ci->ver_max = 1;
+	ci->ver_min = INCA_PROTO_VERSION;
+	ci->ver_max = INCA_PROTO_VERSION;
 	ci->dtypes = a->cfg.native ? 0xf : 1u << INCA_DTYPE_INT32;
 	ci->ops = 0x7;
 	ci->max_elems = a->cfg.max_elems;
@@ -204,7 +206,9 @@ tagg_handle(struct tagg *a, const uint8_t *buf, size_t len, const struct sockadd
 			tagg_reply(a, &m, INCA_MSG_NACK, INCA_NACK_UNKNOWN_JOB, NULL, from);
 		return;
 	}
-	if (m.token != a->cfg.token)
+	/* JOIN proves the job token; everything after it names the session. */
+	if (m.type == INCA_MSG_JOIN ? m.token != a->cfg.token :
+				      a->job == NULL || m.token != a->session)
 		return; /* a counted drop in incad; never answered */
 	bool member = a->job && (a->members & (1u << m.rank)) && same_addr(&a->addr[m.rank], from);
 
@@ -220,9 +224,10 @@ tagg_handle(struct tagg *a, const uint8_t *buf, size_t len, const struct sockadd
 	case INCA_MSG_JOIN: {
 		inca_ctrl_decode(m.body, &req);
 		if (a->job == NULL) {
+			a->session = (a->cfg.token * 2654435761u + ++a->incarnations) | 1;
 			struct agg_job_params p = {
 				.job = a->cfg.job,
-				.token = a->cfg.token,
+				.token = a->session,
 				.nworkers = req.nworkers,
 				.pool_size = a->cfg.pool,
 				.max_elems = a->cfg.max_elems,
@@ -254,6 +259,7 @@ tagg_handle(struct tagg *a, const uint8_t *buf, size_t len, const struct sockadd
 		ci.window = a->cfg.window;
 		ci.max_elems = req.max_elems && req.max_elems < a->cfg.max_elems ?
 				       req.max_elems : a->cfg.max_elems;
+		ci.session = a->session;
 		tagg_reply(a, &m, INCA_MSG_JOIN_ACK, 0, &ci, from);
 		return;
 	}

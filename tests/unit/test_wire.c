@@ -279,10 +279,17 @@ b_ver0(uint8_t *b, size_t *l)
 }
 
 static void
-b_ver2(uint8_t *b, size_t *l)
+b_ver1(uint8_t *b, size_t *l)
 {
 	(void)l;
-	b[HO(version)] = 2;
+	b[HO(version)] = 1;
+}
+
+static void
+b_ver3(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(version)] = 3;
 }
 
 static void
@@ -791,7 +798,8 @@ static const struct reject_case cases[] = {
 	MSG(SHORT, "31 bytes", CONTRIB, b_short31),
 	MSG(SHORT, "empty", HELLO, b_short0),
 	MSG(VERSION, "version 0", CONTRIB, b_ver0),
-	MSG(VERSION, "version 2", JOIN, b_ver2),
+	MSG(VERSION, "version 1", JOIN, b_ver1),
+	MSG(VERSION, "version 3", JOIN, b_ver3),
 	MSG(TYPE, "type 0", CONTRIB, b_type0),
 	MSG(TYPE, "one past NACK", NACK, b_type12),
 	MSG(TYPE, "type 255", HEARTBEAT, b_type255),

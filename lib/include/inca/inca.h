@@ -49,7 +49,7 @@ extern "C" {
 
 /** Version of the library these headers belong to. */
 #define INCA_VERSION_MAJOR 0
-#define INCA_VERSION_MINOR 1
+#define INCA_VERSION_MINOR 2
 #define INCA_VERSION_PATCH 0
 /** Version as one comparable number: 0xMMmmpp. */
 #define INCA_VERSION_NUM \
@@ -194,6 +194,15 @@ struct inca_comm_opts {
 	inca_fallback_fn *fallback;
 	/** Context passed to @c fallback. */
 	void *fallback_ctx;
+	/**
+	 * Longest a blocking call (inca_allreduce, inca_wait, ...) waits for a
+	 * collective on the aggregator, in ms (0: 60000). Beyond it the call
+	 * returns INCA_ETIMEDOUT and the communicator fails: a peer that stopped
+	 * calling, or that called a different collective, ends here even while
+	 * the aggregator answers. The fallback function's own waits are the
+	 * fallback's to bound.
+	 */
+	uint32_t op_timeout_ms;
 };
 
 /**
@@ -207,7 +216,8 @@ INCA_API void inca_comm_opts_init(struct inca_comm_opts *o);
  * INCA_JOB, INCA_RANK (else OMPI_COMM_WORLD_RANK, PMI_RANK), INCA_SIZE
  * (else OMPI_COMM_WORLD_SIZE, PMI_SIZE), INCA_TOKEN, INCA_WINDOW,
  * INCA_POOL_SIZE, INCA_MAX_ELEMS, INCA_MTU, INCA_TIMEOUT_MS,
- * INCA_GIVE_UP_MS, INCA_FLOAT_MODE (auto, native, bfp), INCA_PROBE_EVERY.
+ * INCA_GIVE_UP_MS, INCA_FLOAT_MODE (auto, native, bfp), INCA_PROBE_EVERY,
+ * INCA_OP_TIMEOUT_MS.
  * String fields point into the environment. Returns INCA_EINVAL when a
  * variable is malformed (and names it through the log function).
  * Thread-safe as long as nobody modifies the environment meanwhile.
@@ -308,6 +318,22 @@ INCA_API int inca_barrier(struct inca_comm *c);
  * phases. Never blocks. Not thread-safe with other calls on @p c.
  */
 INCA_API int inca_comm_progress(struct inca_comm *c);
+
+/**
+ * Make every current and later wait on @p c return: the call blocked in it
+ * returns INCA_ECANCELED within about 100 ms, the requests in flight
+ * complete with INCA_ECANCELED, and later calls return INCA_EFAILED.
+ * inca_comm_destroy() must still be called. Thread-safe: meant to be
+ * called from another thread (a watchdog, a signal-handling thread).
+ */
+INCA_API void inca_comm_abort(struct inca_comm *c);
+
+/**
+ * The error that failed the communicator (INCA_ETIMEDOUT, INCA_EPROTO,
+ * INCA_ECANCELED, ...), or INCA_OK while it works. Thread-safe: another
+ * thread may poll it while one is blocked in a collective.
+ */
+INCA_API int inca_comm_error(const struct inca_comm *c);
 
 /**
  * Start (@p on != 0) or stop a background thread that sends a HEARTBEAT
