@@ -624,9 +624,9 @@ check_totals(struct parser *p, const config_setting_t *root, struct incad_config
 		perr(p, config_setting_get_member(root, "aggregation"),
 		     "default window %u is larger than the default pool_size %u", c->window,
 		     c->pool_size);
-	if (c->evict_ms != 0 && c->evict_ms <= c->hb_ms)
+	if (c->evict_ms <= c->hb_ms)
 		perr(p, config_setting_get_member(root, "timeouts"),
-		     "evict_ms (%u) must be larger than heartbeat_ms (%u), or 0", c->evict_ms,
+		     "evict_ms (%u) must be larger than heartbeat_ms (%u)", c->evict_ms,
 		     c->hb_ms);
 	for (i = 0; i < c->njobs; i++) {
 		if (c->jobs[i].tenant < c->ntenants)
@@ -677,7 +677,7 @@ incad_config_load(const char *path, struct incad_config *c)
 						"jobs", NULL};
 	static const char *const mem_keys[] = {"mbufs", "ring_size", NULL};
 	static const char *const agg_keys[] = {"pool_size", "max_elems", "window",
-					       "max_slots", NULL};
+					       "max_slots", "session_seed", NULL};
 	static const char *const to_keys[] = {"heartbeat_ms", "evict_ms", NULL};
 	static const char *const sw_keys[] = {"mac_table_size", "mac_age_s", NULL};
 	struct parser p = {.path = path};
@@ -742,12 +742,16 @@ incad_config_load(const char *path, struct incad_config *c)
 		GET_UINT(&p, g, "max_elems", 1, INCA_MAX_ELEMS, false, c->max_elems);
 		GET_UINT(&p, g, "window", 1, 65535, false, c->window);
 		GET_UINT(&p, g, "max_slots", 1, INCAD_MAX_SLOTS, false, c->max_slots);
+		c->has_session_seed = config_setting_get_member(g, "session_seed") != NULL;
+		GET_UINT(&p, g, "session_seed", 0, UINT32_MAX, false, c->session_seed);
 	}
 	g = member_of(&p, root, "timeouts", CONFIG_TYPE_GROUP, false);
 	if (g != NULL) {
 		check_keys(&p, g, "timeouts", to_keys);
 		GET_UINT(&p, g, "heartbeat_ms", 1, 3600000, false, c->hb_ms);
-		GET_UINT(&p, g, "evict_ms", 0, 86400000, false, c->evict_ms);
+		/* 0 (never evict) would let a silent member hold its job,
+		 * and every rank waiting on it, for ever. */
+		GET_UINT(&p, g, "evict_ms", 1, 86400000, false, c->evict_ms);
 	}
 	g = member_of(&p, root, "switch", CONFIG_TYPE_GROUP, false);
 	if (g != NULL) {

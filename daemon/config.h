@@ -102,8 +102,14 @@ struct incad_config {
 	uint16_t max_elems;            /* largest element count incad accepts */
 	uint16_t window;               /* default window */
 	uint32_t max_slots;            /* slots of all jobs together */
+	/*
+	 * Session tokens from a seed instead of random: for conformance
+	 * vectors and tests that must know them in advance (ctrl.c).
+	 */
+	bool has_session_seed;
+	uint32_t session_seed;
 	uint32_t hb_ms;
-	uint32_t evict_ms;             /* 0: never evict */
+	uint32_t evict_ms;             /* >= 1 */
 	uint32_t stats_interval;       /* seconds, 0: off */
 	uint32_t mac_table_size;       /* switch mode MAC table entries */
 	uint32_t mac_age_s;

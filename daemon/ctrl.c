@@ -14,6 +14,7 @@
 
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_random.h>
 
 #include "ctrl.h"
 #include "dataplane.h"
@@ -98,8 +99,9 @@ incad_reply_hdr(const struct inca_msg *req, uint8_t type, uint16_t reason,
 	memset(out, 0, sizeof(*out));
 	out->version = INCA_PROTO_VERSION;
 	out->type = type;
-	out->dtype = req->dtype;
-	out->op = req->op;
+	/* A NACK names the refused message, not what it carried. */
+	out->dtype = type == INCA_MSG_NACK ? 0 : req->dtype;
+	out->op = type == INCA_MSG_NACK ? 0 : req->op;
 	out->job = req->job;
 	out->rank = req->rank;
 	out->token = req->token;
@@ -175,6 +177,29 @@ nack(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t reason)
 	}
 }
 
+/*
+ * The session token of incarnation @n of job @j: never 0 (a worker's
+ * "none"), never the job token (which only JOIN carries), never @prev, the
+ * one of the incarnation before, so that every late packet of that one is
+ * told apart. Random, so that it cannot be derived from the job token;
+ * with aggregation.session_seed, a function of (seed, job, n) that tests
+ * and conformance vectors compute too (docs/incad.md).
+ */
+static uint32_t
+new_session(const struct incad_job *j, uint32_t n, uint32_t prev)
+{
+	uint32_t s;
+
+	if (incad.cfg.has_session_seed)
+		s = incad.cfg.session_seed ^ ((uint32_t)j->id * 0x9e3779b1u) ^
+		    (n * 0x85ebca77u);
+	else
+		s = (uint32_t)rte_rand();
+	while (s == 0 || s == j->token || s == prev)
+		s++;
+	return s;
+}
+
 static struct incad_job *
 job_create(uint16_t id, unsigned int tenant, uint32_t token, uint16_t nworkers,
 	   uint16_t pool_size, uint16_t max_elems, uint16_t dtypes, uint16_t ops,
@@ -207,6 +232,11 @@ job_create(uint16_t id, unsigned int tenant, uint32_t token, uint16_t nworkers,
 	j->agg = agg_job_create(&p);
 	if (j->agg == NULL)
 		goto err_view;
+	j->id = id;
+	j->token = token;
+	j->incarnations = 1;
+	j->view->session = new_session(j, 1, 0);
+	agg_job_set_token(j->agg, j->view->session);
 	j->id = id;
 	j->token = token;
 	j->dynamic = conf == NULL;
@@ -349,6 +379,7 @@ view_update(struct incad_lcore *lc, struct incad_job *j, const struct incad_view
 	}
 	rte_rcu_qsbr_synchronize(incad.qs, lc->idx);
 	agg_job_reset(j->agg);
+	agg_job_set_token(j->agg, n->session);
 	j->resets++;
 	__atomic_store_n(&j->paused, 0, __ATOMIC_RELEASE);
 	free(old);
@@ -384,9 +415,9 @@ source_allowed(const struct incad_tenant_conf *tc, uint32_t ip)
 }
 
 static void
-join_ack(struct incad_lcore *lc, struct rte_mbuf *m, const struct incad_job *j,
-	 const struct incad_grant *g)
+join_ack(struct incad_lcore *lc, struct rte_mbuf *m, const struct incad_job *j)
 {
+	const struct incad_grant *g = &j->view->g;
 	struct inca_ctrl_info c;
 
 	caps_info(&c);
@@ -397,6 +428,7 @@ join_ack(struct incad_lcore *lc, struct rte_mbuf *m, const struct incad_job *j,
 	c.pool_size = j->agg->p.pool_size;
 	c.window = g->window;
 	c.pool_base = j->pool_base;
+	c.session = j->view->session;
 	reply(lc, m, INCA_MSG_JOIN_ACK, 0, &c);
 }
 
@@ -476,8 +508,9 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		}
 		if (pool > avail)
 			pool = avail;
+		/* The first JOIN fixes what the job may aggregate. */
 		j = job_create(msg->job, (unsigned int)t, msg->token, nworkers, (uint16_t)pool,
-			       max_e, ALL_DTYPES, ALL_OPS, incad.cfg.window, NULL, &err);
+			       max_e, wanted_d, wanted_o, incad.cfg.window, NULL, &err);
 		if (j == NULL) {
 			nack(lc, m, INCA_NACK_NO_SLOTS);
 			return;
@@ -485,26 +518,36 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		created = true;
 	}
 
-	if (j->view->live & bit) {
+	if ((j->view->live & bit) && !incad_member_match(&j->view->m[msg->rank], meta)) {
+		nack(lc, m, INCA_NACK_JOB_FULL);
+		return;
+	}
+	if (j->view->cur & bit) {
 		/* A repeated JOIN from the member's address gets the same answer. */
-		if (incad_member_match(&j->view->m[msg->rank], meta)) {
-			__atomic_store_n(&j->last_seen[msg->rank], now, __ATOMIC_RELAXED);
-			join_ack(lc, m, j, &j->grant[msg->rank]);
-		} else {
-			nack(lc, m, INCA_NACK_JOB_FULL);
-		}
+		__atomic_store_n(&j->last_seen[msg->rank], now, __ATOMIC_RELAXED);
+		join_ack(lc, m, j);
 		return;
 	}
 
-	g.max_elems = c.max_elems != 0 && c.max_elems < j->agg->p.max_elems ? c.max_elems :
-									      j->agg->p.max_elems;
-	g.window = c.window != 0 ? c.window : j->window;
-	if (g.window > j->agg->p.pool_size)
-		g.window = j->agg->p.pool_size;
-	g.dtypes = wanted_d;
-	g.ops = wanted_o;
-
+	/*
+	 * The first JOIN of an incarnation fixes window and max_elems for all
+	 * its members: min(ask, the job's). A later JOIN that asks for less
+	 * could not use the others' chunk geometry or window: refused.
+	 */
 	nv = *j->view;
+	if (nv.cur == 0) {
+		nv.g.max_elems = c.max_elems != 0 && c.max_elems < j->agg->p.max_elems ?
+					 c.max_elems : j->agg->p.max_elems;
+		nv.g.window = c.window != 0 && c.window < j->window ? c.window : j->window;
+		nv.g.dtypes = j->agg->p.dtypes;
+		nv.g.ops = j->agg->p.ops;
+	} else if ((c.max_elems != 0 && c.max_elems < nv.g.max_elems) ||
+		   (c.window != 0 && c.window < nv.g.window)) {
+		nack(lc, m, INCA_NACK_BAD_PARAMS);
+		return;
+	}
+	g = nv.g;
+	nv.cur |= bit;
 	nv.live |= bit;
 	nv.evicted &= ~bit;
 	nv.lost &= ~bit;
@@ -523,7 +566,7 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	j->grant[msg->rank] = g;
 	INCAD_LOG(ctrl, INFO, "job %u: rank %u joined from port %s", j->id, msg->rank,
 		  incad.ports[meta->in_port].name);
-	join_ack(lc, m, j, &g);
+	join_ack(lc, m, j);
 }
 
 /* Remove the ranks in @gone (evicted when @evicted); may delete the job. */
@@ -535,6 +578,17 @@ members_remove(struct incad_lcore *lc, struct incad_job *j, uint32_t gone, bool 
 	nv.live &= ~gone;
 	if (evicted)
 		nv.evicted |= gone;
+	/*
+	 * A new incarnation, whose session nobody knows until they join
+	 * again. When nobody has joined the current one yet (members leaving
+	 * one after the other), it stays: its predecessor's late LEAVEs must
+	 * still be recognised (ctrl_leave()).
+	 */
+	if (nv.cur != 0) {
+		nv.prev_session = nv.session;
+		nv.session = new_session(j, ++j->incarnations, nv.session);
+		nv.cur = 0;
+	}
 	/* The others learn of the loss through MEMBER_LOST; with nobody left
 	 * there is nobody to tell. */
 	nv.lost = nv.live != 0 ? nv.lost | gone : 0;
@@ -555,6 +609,7 @@ ctrl_leave(struct incad_lcore *lc, struct rte_mbuf *m)
 	const struct inca_msg *msg = &meta->msg;
 	struct incad_job *j = incad_jobs[msg->job];
 	uint32_t bit = 1u << msg->rank;
+	const struct incad_view *v;
 	struct incad_view nv;
 
 	/* A LEAVE is answered even when there is nothing left to do, so a
@@ -563,19 +618,31 @@ ctrl_leave(struct incad_lcore *lc, struct rte_mbuf *m)
 		reply(lc, m, INCA_MSG_LEAVE_ACK, 0, NULL);
 		return;
 	}
-	if (msg->token != j->token) {
+	v = j->view;
+	/* Neither the member nor its session: not worth an answer. */
+	if (!incad_member_match(&v->m[msg->rank], meta)) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_NOT_MEMBER);
+		return;
+	}
+	if (msg->token != v->session && !incad_prev_session(v, msg->token)) {
 		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_BAD_TOKEN);
 		return;
 	}
-	if (!incad_member_match(&j->view->m[msg->rank], meta)) {
+	/*
+	 * The previous incarnation's session frees a rank only if it has not
+	 * joined the current one: a late copy of the LEAVE of a rank that has
+	 * rejoined since must not reset the job under its new members.
+	 */
+	if (incad_prev_session(v, msg->token) && (v->cur & bit)) {
+		lc->st.drop[INCAD_DROP_STALE_SESSION]++;
 		reply(lc, m, INCA_MSG_LEAVE_ACK, 0, NULL);
 		return;
 	}
-	if (j->view->live & bit) {
+	if (v->live & bit) {
 		INCAD_LOG(ctrl, INFO, "job %u: rank %u left", j->id, msg->rank);
 		members_remove(lc, j, bit, false);
-	} else if (j->view->evicted & bit) {
-		nv = *j->view;
+	} else if (v->evicted & bit) {
+		nv = *v;
 		nv.evicted &= ~bit;
 		view_update(lc, j, &nv, false);
 	}
@@ -589,40 +656,42 @@ ctrl_heartbeat(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	const struct inca_msg *msg = &meta->msg;
 	struct incad_job *j = incad_jobs[msg->job];
 	uint32_t bit = 1u << msg->rank;
+	const struct incad_view *v;
 
 	if (j == NULL) {
 		nack(lc, m, INCA_NACK_UNKNOWN_JOB);
 		return;
 	}
-	if (msg->token != j->token) {
+	v = j->view;
+	/* A non-member is never answered: no reflection, no oracle. */
+	if (!incad_member_match(&v->m[msg->rank], meta)) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_NOT_MEMBER);
+		return;
+	}
+	if (msg->token != v->session && !incad_prev_session(v, msg->token)) {
 		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_BAD_TOKEN);
 		return;
 	}
-	if (!incad_member_match(&j->view->m[msg->rank], meta)) {
+	if (v->evicted & bit) {
+		nack(lc, m, INCA_NACK_EVICTED);
+	} else if (!(v->live & bit)) {
 		nack(lc, m, INCA_NACK_NOT_MEMBER);
-		return;
-	}
-	if (j->view->live & bit) {
+	} else if (msg->token != v->session) {
+		/* Alive, but in an incarnation that has ended: rejoin. */
+		__atomic_store_n(&j->last_seen[msg->rank], now, __ATOMIC_RELAXED);
+		nack(lc, m, INCA_NACK_MEMBER_LOST);
+	} else {
 		__atomic_store_n(&j->last_seen[msg->rank], now, __ATOMIC_RELAXED);
 		reply(lc, m, INCA_MSG_HEARTBEAT_ACK, 0, NULL);
-	} else if (j->view->evicted & bit) {
-		nack(lc, m, INCA_NACK_EVICTED);
-	} else {
-		nack(lc, m, INCA_NACK_NOT_MEMBER);
 	}
 }
 
 static void
 ctrl_hello(struct incad_lcore *lc, struct rte_mbuf *m)
 {
-	const struct inca_msg *msg = &incad_meta(m)->msg;
 	struct inca_ctrl_info c;
 
-	inca_ctrl_decode(msg->body, &c);
-	if (c.ver_min > INCA_PROTO_VERSION || c.ver_max < INCA_PROTO_VERSION) {
-		nack(lc, m, INCA_NACK_BAD_VERSION);
-		return;
-	}
+	/* Whatever versions the HELLO names: CAPS says which incad speaks. */
 	caps_info(&c);
 	reply(lc, m, INCA_MSG_CAPS, 0, &c);
 }
@@ -631,7 +700,10 @@ void
 incad_ctrl_bad_version(struct incad_lcore *lc, struct rte_mbuf *m)
 {
 	lc->st.cnt[INCAD_CNT_CTRL_RX]++;
-	nack(lc, m, INCA_NACK_BAD_VERSION);
+	if (incad_meta(m)->msg.type == INCA_MSG_HELLO)
+		ctrl_hello(lc, m);
+	else
+		nack(lc, m, INCA_NACK_BAD_VERSION);
 }
 
 void
@@ -668,8 +740,6 @@ incad_ctrl_timer(struct incad_lcore *lc, uint64_t now)
 	unsigned int r;
 
 	reclaim(lc, false);
-	if (incad.cfg.evict_ms == 0)
-		return;
 	for (j = TAILQ_FIRST(&job_list); j != NULL; j = tmp) {
 		tmp = TAILQ_NEXT(j, next);
 		live = j->view->live;

@@ -46,7 +46,29 @@ incad_member_match(const struct incad_member *mb, const struct incad_meta *meta)
 }
 
 /* Immutable once published; replaced as a whole when membership changes. */
+struct incad_grant {
+	uint16_t max_elems;
+	uint16_t window;
+	uint16_t dtypes;
+	uint16_t ops;
+};
+
 struct incad_view {
+	/*
+	 * Session token of the job's current incarnation (handed out in
+	 * JOIN_ACK, carried by members' CONTRIB, HEARTBEAT and LEAVE), and
+	 * the one of the incarnation before it, so that its late packets are
+	 * told from forged ones. A reset starts a new incarnation.
+	 */
+	uint32_t session;
+	uint32_t prev_session;
+	uint32_t cur;     /* ranks that joined this incarnation (know the session) */
+	/*
+	 * What every member of the incarnation was granted: fixed by its
+	 * first JOIN, the same for all, so that their chunk geometry and
+	 * windows agree (the fallback's frontier argument needs equal windows).
+	 */
+	struct incad_grant g;
 	uint32_t live;    /* admitted ranks */
 	uint32_t evicted; /* ranks evicted; their address is kept to NACK them */
 	uint32_t lost;    /* ranks evicted or gone; others get MEMBER_LOST until they rejoin */
@@ -72,12 +94,6 @@ struct incad_job_stats {
 } __rte_cache_aligned;
 
 /* What a member was granted, to answer a repeated JOIN the same way. */
-struct incad_grant {
-	uint16_t max_elems;
-	uint16_t window;
-	uint16_t dtypes;
-	uint16_t ops;
-};
 
 struct incad_job {
 	struct agg_job *agg;
@@ -96,6 +112,7 @@ struct incad_job {
 	uint32_t pool_base;
 	uint64_t created;
 	uint64_t resets;
+	uint32_t incarnations;             /* sessions handed out so far */
 	struct incad_grant grant[INCA_MAX_WORKERS];
 };
 
@@ -112,6 +129,13 @@ static inline struct incad_view *
 incad_job_view(struct incad_job *j)
 {
 	return __atomic_load_n(&j->view, __ATOMIC_ACQUIRE);
+}
+
+/* Is @token the session of the incarnation before @v's? (0 never is.) */
+static inline bool
+incad_prev_session(const struct incad_view *v, uint32_t token)
+{
+	return token == v->prev_session && token != 0;
 }
 
 /* Create the tenants' bookkeeping and the static jobs. 0 or -errno. */

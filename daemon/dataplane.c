@@ -346,6 +346,39 @@ send_nack(struct incad_lcore *lc, const struct incad_meta *meta, uint16_t reason
 }
 
 /*
+ * NACK @reason for the chunk of @msg to every live member of the view, each
+ * copy with the member's own rank (a failed chunk concerns all of them).
+ */
+static void
+nack_members(struct incad_lcore *lc, const struct incad_view *v, const struct inca_msg *msg,
+	     uint16_t reason)
+{
+	uint32_t live = v->live;
+	struct incad_dest d;
+	struct inca_msg h;
+	struct rte_mbuf *m;
+	unsigned int r;
+
+	while (live != 0) {
+		r = __builtin_ctz(live);
+		live &= live - 1;
+		d.port = v->m[r].port;
+		memcpy(d.mac, v->m[r].mac, 6);
+		d.ip = v->m[r].ip;
+		d.local_ip = v->m[r].local_ip;
+		d.udp_port = v->m[r].udp_port;
+		incad_reply_hdr(msg, INCA_MSG_NACK, reason, &h);
+		h.rank = (uint16_t)r;
+		m = incad_build_msg(lc, &d, &h, NULL, 0);
+		if (m == NULL)
+			continue;
+		lc->st.cnt[INCAD_CNT_NACK_TX]++;
+		lc->st.nack[reason]++;
+		incad_tx(lc, m, d.port);
+	}
+}
+
+/*
  * A contribution on the lcore that owns its slot. The sender must be the
  * member its rank was admitted as (address and port), or the packet is
  * dropped without an answer: a spoofed source must not make incad a
@@ -370,15 +403,23 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		return;
 	}
 	js = &job->st[lc->idx];
-	if (msg->token != job->token) {
-		lc->st.agg[AGG_DROP_BAD_TOKEN]++;
-		js->c[INCAD_JOB_DROP]++;
-		rte_pktmbuf_free(m);
-		return;
-	}
 	v = incad_job_view(job);
 	bit = 1u << msg->rank;
 	mb = &v->m[msg->rank];
+	if (unlikely(msg->token != v->session)) {
+		js->c[INCAD_JOB_DROP]++;
+		/* A late packet of the incarnation before this one: never
+		 * counted; its sender, if it is the member, must rejoin. */
+		if (incad_prev_session(v, msg->token) && incad_member_match(mb, meta)) {
+			send_nack(lc, meta, (v->evicted & bit) ? INCA_NACK_EVICTED :
+								 INCA_NACK_MEMBER_LOST);
+			incad_drop_mbuf(lc, m, INCAD_DROP_STALE_SESSION);
+			return;
+		}
+		lc->st.agg[AGG_DROP_BAD_TOKEN]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
 	addr_ok = incad_member_match(mb, meta);
 	if (!(v->live & bit) || !addr_ok) {
 		js->c[INCAD_JOB_DROP]++;
@@ -400,6 +441,13 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	if (__atomic_load_n(&job->paused, __ATOMIC_ACQUIRE)) {
 		js->c[INCAD_JOB_DROP]++;
 		incad_drop_mbuf(lc, m, INCAD_DROP_JOB_RESETTING);
+		return;
+	}
+
+	if (unlikely(msg->count > v->g.max_elems)) {
+		js->c[INCAD_JOB_DROP]++;
+		send_nack(lc, meta, INCA_NACK_TOO_LARGE);
+		incad_drop_mbuf(lc, m, INCAD_DROP_CONTRIB_REFUSED);
 		return;
 	}
 
@@ -427,10 +475,26 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		}
 		return;
 	}
+	case AGG_MISMATCH:
+		lc->st.agg[AGG_DROP_MISMATCH]++;
+		js->c[INCAD_JOB_DROP]++;
+		if (out.first)
+			nack_members(lc, v, msg, INCA_NACK_MISMATCH);
+		else
+			send_nack(lc, meta, INCA_NACK_MISMATCH);
+		break;
 	case AGG_DROP:
 	default:
 		lc->st.agg[out.reason < AGG_DROP_COUNT ? out.reason : AGG_DROP_NOT_CONTRIB]++;
 		js->c[INCAD_JOB_DROP]++;
+		/* What the job does not allow is the member's to know; the
+		 * other reasons are the normal wake of retransmissions. */
+		if (out.reason == AGG_DROP_DTYPE)
+			send_nack(lc, meta, INCA_NACK_UNSUPPORTED_DTYPE);
+		else if (out.reason == AGG_DROP_OP)
+			send_nack(lc, meta, INCA_NACK_UNSUPPORTED_OP);
+		else if (out.reason == AGG_DROP_TOO_LARGE)
+			send_nack(lc, meta, INCA_NACK_TOO_LARGE);
 		break;
 	}
 	free_later(lc, m);

@@ -81,7 +81,10 @@ enum incad_counter {
 	X(EVICTED, "data message from an evicted member (NACK EVICTED sent)") \
 	X(MEMBER_LOST, "data message while the job misses a member (NACK sent)") \
 	X(JOB_RESETTING, "contribution while the job's sets are being reset") \
-	X(CTRL_BAD_TOKEN, "control message with the wrong job token") \
+	X(STALE_SESSION, "message of the job's previous incarnation (its session token)") \
+	X(CONTRIB_REFUSED, "contribution larger than the incarnation's max_elems (NACK sent)") \
+	X(CTRL_BAD_TOKEN, "control message with the wrong job or session token") \
+	X(CTRL_NOT_MEMBER, "LEAVE or HEARTBEAT not from the rank's member address") \
 	X(CTRL_REFUSED, "control request refused (NACK sent)") \
 	X(NO_MBUF, "no mbuf for an answer") \
 	X(RING_FULL, "dispatch ring to an aggregation lcore full") \

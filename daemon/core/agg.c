@@ -210,6 +210,12 @@ agg_job_reset(struct agg_job *j)
 }
 
 void
+agg_job_set_token(struct agg_job *j, uint32_t token)
+{
+	j->p.token = token;
+}
+
+void
 agg_job_set_members(struct agg_job *j, uint32_t mask)
 {
 	j->members = mask & j->full_mask;
@@ -249,6 +255,7 @@ drop(struct agg_out *out, enum agg_drop reason)
 {
 	out->verdict = AGG_DROP;
 	out->reason = reason;
+	out->first = false;
 	out->set = NULL;
 	return AGG_DROP;
 }
@@ -258,8 +265,26 @@ verdict(struct agg_out *out, enum agg_verdict v, struct agg_set *s)
 {
 	out->verdict = v;
 	out->reason = 0;
+	out->first = false;
 	out->set = s;
 	return v;
+}
+
+/*
+ * The ranks disagree on chunk @s->seq. Without sequence numbers nothing
+ * tells a later use from this one, so the contribution is only dropped;
+ * with them the set fails, which every member learns (NACK MISMATCH)
+ * instead of waiting for a result that cannot come.
+ */
+static inline enum agg_verdict
+mismatch(const struct agg_job *j, struct agg_set *s, struct agg_out *out)
+{
+	if (!j->p.seq_check)
+		return drop(out, AGG_DROP_MISMATCH);
+	__atomic_store_n(&s->state, AGG_SET_FAILED, __ATOMIC_RELAXED);
+	verdict(out, AGG_MISMATCH, s);
+	out->first = true;
+	return AGG_MISMATCH;
 }
 
 /* RFC 1982 serial number order on 32 bits: is @a before @b? */
@@ -363,7 +388,7 @@ agg_contribute(struct agg_job *j, const struct inca_msg *m, struct agg_out *out)
 				    AGG_DROP_CONFLICT);
 		/* Rule 2. */
 		if (unlikely(!same_use(s, m)))
-			return drop(out, AGG_DROP_MISMATCH);
+			return mismatch(j, s, out);
 		if (s->bitmap & bit)
 			return drop(out, AGG_DROP_DUPLICATE);
 		j->combine[s->dtype][s->op](s->acc, m->body, s->count);
@@ -393,6 +418,13 @@ agg_contribute(struct agg_job *j, const struct inca_msg *m, struct agg_out *out)
 		if (s->bitmap & bit)
 			return verdict(out, AGG_REPLAY, s);
 		if (p->seq_check)
+			return drop(out, AGG_DROP_STALE);
+		return start_use(j, s, o, m, bit, out);
+	case AGG_SET_FAILED:
+		/* Only with seq_check: rule 7. */
+		if (m->seq == s->seq)
+			return verdict(out, AGG_MISMATCH, s);
+		if (seq_before(m->seq, s->seq))
 			return drop(out, AGG_DROP_STALE);
 		return start_use(j, s, o, m, bit, out);
 	default:

@@ -53,6 +53,7 @@ enum agg_set_state {
 	AGG_SET_IDLE = 0,  /* never used since the job (re)started */
 	AGG_SET_FILLING,   /* some contributions counted, not all */
 	AGG_SET_COMPLETE,  /* result ready; kept for replays until reused */
+	AGG_SET_FAILED,    /* the use's contributions disagreed (MISMATCH); kept until reused */
 };
 
 /*
@@ -108,12 +109,19 @@ enum agg_verdict {
 	AGG_COMPLETE, /* counted and the set completed: send the result to all */
 	AGG_REPLAY,   /* already counted and complete: send the result to the sender */
 	AGG_DROP,     /* refused; see the reason */
+	/*
+	 * The chunk's contributions disagree (seq_check only): NACK MISMATCH,
+	 * to every member when @first (this contribution failed the set), else
+	 * to the sender (a contribution to a set that failed before).
+	 */
+	AGG_MISMATCH,
 };
 
 struct agg_out {
 	enum agg_verdict verdict;
 	enum agg_drop reason;   /* AGG_DROP only */
-	struct agg_set *set;    /* COMPLETE and REPLAY: the set to answer from */
+	bool first;             /* AGG_MISMATCH: the set failed just now */
+	struct agg_set *set;    /* COMPLETE, REPLAY, MISMATCH: the set concerned */
 };
 
 /*
@@ -133,6 +141,12 @@ struct agg_job *agg_job_create(const struct agg_job_params *p);
 void agg_job_destroy(struct agg_job *j);
 /* Return every set to IDLE (after a member left or was evicted). */
 void agg_job_reset(struct agg_job *j);
+/*
+ * Set the token contributions must carry (incad: the session token of the
+ * job's incarnation). Like agg_job_reset(), only while no lcore is inside
+ * agg_contribute() for the job.
+ */
+void agg_job_set_token(struct agg_job *j, uint32_t token);
 /* Admit exactly the ranks in @mask (bits beyond nworkers are ignored). */
 void agg_job_set_members(struct agg_job *j, uint32_t mask);
 /* Number of slots with a set in FILLING. Racy but safe from any thread. */
@@ -149,7 +163,9 @@ unsigned agg_job_busy_slots(const struct agg_job *j);
  * consistent (MALFORMED: decode already guarantees it), BFP only on INT32
  * (DTYPE). Without seq_check (the Tofino subset) seq is never compared: a
  * COMPLETE set answers a set bit with a replay and a clear bit with a new
- * use. The MISMATCH check is made in both modes. Rule 6 leaves a FILLING
+ * use. The MISMATCH check is made in both modes: with seq_check a mismatch
+ * fails the set (AGG_SET_FAILED, verdict AGG_MISMATCH) until a newer seq
+ * reuses it, without it the contribution is dropped (AGG_DROP_MISMATCH). Rule 6 leaves a FILLING
  * other set's bitmap alone (only a worker with window > pool can get
  * there), so that nothing is ever counted twice whatever the input.
  *

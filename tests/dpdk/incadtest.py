@@ -31,7 +31,7 @@ HDR_FIELDS = ('version', 'type', 'dtype', 'op', 'job', 'rank', 'token', 'slot',
               'flags', 'exp', 'seq', 'offset', 'count', 'reason', 'bitmap')
 CTRL_FIELDS = ('ver_min', 'ver_max', 'dtypes', 'ops', 'max_elems', 'nworkers',
                'pool_size', 'window', 'caps', 'hb_ms', 'evict_ms', 'pool_base',
-               'reserved')
+               'session')
 assert struct.calcsize(HDR_FMT) == 32 and struct.calcsize(CTRL_FMT) == 32
 
 # Message types, dtypes, ops, flags and NACK reasons (docs/protocol.md).
@@ -44,12 +44,24 @@ NACK_REASONS = {'BAD_VERSION': 1, 'UNKNOWN_JOB': 2, 'NOT_MEMBER': 3, 'BAD_TOKEN'
                 'QUOTA_EXHAUSTED': 5, 'NO_SLOTS': 6, 'JOB_FULL': 7, 'BAD_PARAMS': 8,
                 'UNSUPPORTED_DTYPE': 9, 'UNSUPPORTED_OP': 10, 'TOO_LARGE': 11,
                 'SHUTTING_DOWN': 12, 'EVICTED': 13, 'MEMBER_LOST': 14,
-                'RATE_LIMITED': 15}
+                'RATE_LIMITED': 15, 'MISMATCH': 16}
 CAP_NATIVE_FLOAT, CAP_BFP, CAP_SEQ_CHECK = 1, 2, 4
 
 AGG_MAC = '02:00:00:00:aa:00'       # incad's MAC on port i: ...:aa:0i
 AGG_IP = '10.77.0.1'                # incad's address on port i: 10.77.0.(1+i)
 TOKEN = 0xC0FFEE01
+VERSION = 2
+# base_config() sets aggregation.session_seed, so that tests know the
+# session tokens incad hands out (docs/incad.md).
+SESSION_SEED = 0x5E55104E
+
+
+def session(job, n=1, token=TOKEN, prev=0, seed=SESSION_SEED):
+    """The session token of incarnation @n of @job (incad's new_session())."""
+    s = (seed ^ ((job * 0x9E3779B1) & 0xFFFFFFFF) ^ ((n * 0x85EBCA77) & 0xFFFFFFFF))
+    while s in (0, token, prev):
+        s = (s + 1) & 0xFFFFFFFF
+    return s
 
 
 def agg_mac(port=0):
@@ -77,16 +89,20 @@ def check(cond, what):
         raise Fail(what)
 
 
-def hdr(mtype, job=0, rank=0, token=TOKEN, slot=0, flags=0, exp=0, seq=0, offset=0,
-        count=0, dtype=INT32, op=SUM, reason=0, bitmap=0, version=1):
+def hdr(mtype, job=0, rank=0, token=None, slot=0, flags=0, exp=0, seq=0, offset=0,
+        count=0, dtype=INT32, op=SUM, reason=0, bitmap=0, version=VERSION):
+    """An INCA header; token: the job token for HELLO and JOIN, else the
+    session token of the job's first incarnation, unless given."""
+    if token is None:
+        token = TOKEN if mtype in (HELLO, JOIN) else session(job)
     return struct.pack(HDR_FMT, version, mtype, dtype, op, job, rank, token, slot, flags,
                        exp, seq, offset, count, reason, bitmap)
 
 
-def ctrl(ver_min=1, ver_max=1, dtypes=0, ops=0, max_elems=0, nworkers=0, pool_size=0,
-         window=0, caps=0, hb_ms=0, evict_ms=0, pool_base=0):
+def ctrl(ver_min=VERSION, ver_max=VERSION, dtypes=0, ops=0, max_elems=0, nworkers=0,
+         pool_size=0, window=0, caps=0, hb_ms=0, evict_ms=0, pool_base=0, session=0):
     return struct.pack(CTRL_FMT, ver_min, ver_max, dtypes, ops, max_elems, nworkers,
-                       pool_size, window, caps, hb_ms, evict_ms, pool_base, 0)
+                       pool_size, window, caps, hb_ms, evict_ms, pool_base, session)
 
 
 def udp_frame(payload, rank=0, sport=None, port=0, src_ip=None, src_mac=None,
@@ -105,7 +121,7 @@ def join(job, rank, nworkers, token=TOKEN, pool_size=0, window=0, max_elems=0,
                           max_elems=max_elems, dtypes=dtypes, ops=ops), rank=rank, **kw)
 
 
-def contrib(job, rank, values, slot=0, seq=0, flags=0, token=TOKEN, dtype=INT32, op=SUM,
+def contrib(job, rank, values, slot=0, seq=0, flags=0, token=None, dtype=INT32, op=SUM,
             offset=0, exp=0, **kw):
     fmt = {INT32: '!%di', FP32: '!%df', FP16: '!%de'}[dtype] % len(values)
     body = struct.pack(fmt, *values)
@@ -174,6 +190,8 @@ def base_config(nports=1, mode='aggregator', extra='', tenants=None, jobs='',
     if tenants is None:
         tenants = ('{ name = "t1"; token = 0x%08X; job_ids = [1, 99]; slot_quota = 256; '
                    'dynamic_jobs = true; sources = ["10.77.0.0/16"]; }' % TOKEN)
+    if 'aggregation' not in extra:
+        extra = 'aggregation = { session_seed = 0x%08X; };\n%s' % (SESSION_SEED, extra)
     return ('mode = "%s";\nworkers = %d;\nports = (\n%s\n);\ntenants = ( %s );\n'
             'jobs = ( %s );\n%s\n' % (mode, workers, ports, tenants, jobs, extra))
 

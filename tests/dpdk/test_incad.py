@@ -22,7 +22,7 @@ from incadtest import (  # noqa: E402
     HEARTBEAT_ACK, HELLO, ICMP, INCA_PORT, INT32, IP, JOIN, JOIN_ACK, LEAVE, LEAVE_ACK,
     MAX, MIN, NACK, NACK_REASONS, RESULT, SUM, TOKEN, UDP, Ether, Raw, agg_ip,
     agg_mac, base_config, check, checksums_ok, contrib, ctrl, hdr, incad_path, join,
-    main, run_incad, udp_frame, worker_ip, worker_mac)
+    main, run_incad, session, udp_frame, worker_ip, worker_mac)
 
 def results(run, port=0):
     return [m for m in run.msgs(port) if m.type == RESULT]
@@ -56,7 +56,8 @@ def check_results(msgs, ranks, expect, slot, seq, dtype=INT32, flags=0, nworkers
         check(m['bitmap'] == full, '%r: bitmap 0x%x, expected 0x%x' % (m, m['bitmap'], full))
         check(m['dtype'] == dtype, '%r: dtype' % m)
         check(m['flags'] == flags, '%r: flags 0x%x, expected 0x%x' % (m, m['flags'], flags))
-        check(m['token'] == TOKEN, '%r: token' % m)
+        # A RESULT names the incarnation it belongs to.
+        check(m['token'] == session(m['job']), '%r: token' % m)
         vals = m.values()
         if dtype == INT32:
             ok = vals == list(expect)
@@ -146,10 +147,11 @@ def case_join_ack():
         join(7, 1, 3),                                                 # nworkers differ
         join(7, 2, 2, sport=40002),                                    # rank >= nworkers
         join(7, 1, 2, src_ip='192.168.9.9'),                           # outside sources
-        udp_frame(hdr(JOIN, job=7, rank=1) + ctrl(ver_min=2, ver_max=3, nworkers=2),
+        udp_frame(hdr(JOIN, job=7, rank=1) + ctrl(ver_min=3, ver_max=4, nworkers=2),
                   rank=1),                                             # bad version
+        join(7, 1, 2, max_elems=128),                                  # less than the job's
         join(7, 1, 2, max_elems=4000, window=0),                       # clamped
-        udp_frame(hdr(HELLO, version=2) + ctrl(ver_min=2, ver_max=2), rank=3),
+        udp_frame(hdr(HELLO, version=3) + ctrl(ver_min=3, ver_max=3), rank=3),
     ]
     run = run_incad(base_config(), [frames])
     msgs = run.msgs()
@@ -157,11 +159,11 @@ def case_join_ack():
     expect = [(CAPS, 0, 0), (JOIN_ACK, 0, 0), (JOIN_ACK, 0, 0),
               (NACK, 0, NACK_REASONS['JOB_FULL']), (NACK, 1, NACK_REASONS['BAD_PARAMS']),
               (NACK, 2, NACK_REASONS['BAD_PARAMS']), (NACK, 1, NACK_REASONS['NOT_MEMBER']),
-              (NACK, 1, NACK_REASONS['BAD_VERSION']), (JOIN_ACK, 1, 0),
-              (NACK, 0, NACK_REASONS['BAD_VERSION'])]
+              (NACK, 1, NACK_REASONS['BAD_VERSION']), (NACK, 1, NACK_REASONS['BAD_PARAMS']),
+              (JOIN_ACK, 1, 0), (CAPS, 0, 0)]
     check(by_type == expect, 'answers %s, expected %s' % (by_type, expect))
     caps = msgs[0].ctrl()
-    check(caps['ver_min'] == 1 and caps['ver_max'] == 1, 'CAPS versions %s' % caps)
+    check(caps['ver_min'] == 2 and caps['ver_max'] == 2, 'CAPS versions %s' % caps)
     check(caps['dtypes'] == 0xf and caps['ops'] == 0x7, 'CAPS dtypes/ops %s' % caps)
     check(caps['caps'] & CAP_SEQ_CHECK, 'CAPS without SEQ_CHECK')
     check(caps['max_elems'] == 1024 and caps['hb_ms'] == 1000 and caps['evict_ms'] == 5000,
@@ -175,28 +177,37 @@ def case_join_ack():
           a['nworkers'] == 2 and a['hb_ms'] == 1000 and a['evict_ms'] == 5000,
           'JOIN_ACK body %s' % a)
     check(a['dtypes'] == 1 and a['ops'] == 1, 'JOIN_ACK dtypes/ops %s' % a)
+    check(a['session'] == session(7), 'JOIN_ACK session %#x, expected %#x'
+          % (a['session'], session(7)))
     check(msgs[2].body == ack.body and msgs[2].h == ack.h,
           'a repeated JOIN got a different JOIN_ACK')
     check(msgs[3].dst[1] == worker_ip(5), 'JOB_FULL went to %s' % (msgs[3].dst,))
     check(msgs[6].dst[1] == '192.168.9.9', 'NOT_MEMBER went to %s' % (msgs[6].dst,))
     bv = msgs[7]
-    check(len(bv.body) == 32 and bv.ctrl()['ver_max'] == 1,
+    check(len(bv.body) == 32 and bv.ctrl()['ver_max'] == 2,
           'BAD_VERSION NACK without a CAPS body')
-    check(all(len(m.body) == 0 for m in msgs[3:7]), 'NACK with a body')
-    last = msgs[8].ctrl()
-    # max_elems is capped by the job's, which its first JOIN fixed.
-    check(last['max_elems'] == 256 and last['window'] == 16 and last['pool_size'] == 16,
-          'second member grant %s' % last)
-    v2 = msgs[9]
-    check(v2['version'] == 1 and v2.ctrl()['ver_min'] == 1 and v2.ctrl()['ver_max'] == 1,
-          'answer to a version 2 HELLO %r' % v2)
-    check_to_worker(v2, 3)
+    check(all(len(m.body) == 0 for m in msgs[3:7] + [msgs[8]]), 'NACK with a body')
+    check(all(m['dtype'] == 0 and m['op'] == 0 for m in msgs if m.type == NACK),
+          'a NACK echoes dtype/op')
+    last = msgs[9].ctrl()
+    # Window and max_elems are the incarnation's, which its first JOIN fixed.
+    check(last['max_elems'] == 256 and last['window'] == 8 and last['pool_size'] == 16 and
+          last['session'] == a['session'], 'second member grant %s' % last)
+    v3 = msgs[10]
+    check(v3['version'] == 2 and v3.ctrl()['ver_min'] == 2 and v3.ctrl()['ver_max'] == 2,
+          'answer to a version 3 HELLO %r' % v3)
+    check(v3.ctrl()['session'] == 0 and v3.ctrl()['pool_base'] == 0,
+          'CAPS with a session or pool_base %s' % v3.ctrl())
+    check_to_worker(v3, 3)
     check(run.drop('wire/VERSION') == 1, 'drops %s' % run.drops)
-    check(run.nacks.get('BAD_PARAMS') == 2 and run.nacks.get('JOB_FULL') == 1,
+    check(run.nacks.get('BAD_PARAMS') == 3 and run.nacks.get('JOB_FULL') == 1,
           'NACKs counted %s' % run.nacks)
 
 
 def join_all(job, nworkers, **kw):
+    # The first JOIN fixes what a dynamic job aggregates: ask for all.
+    kw.setdefault('dtypes', 0xf)
+    kw.setdefault('ops', 0x7)
     return [join(job, r, nworkers, **kw) for r in range(nworkers)]
 
 
@@ -510,7 +521,7 @@ def case_malformed():
         ip_csum,
         frag,
         udp_csum,
-        udp_frame(hdr(CONTRIB, job=8, count=2, version=2) + b'\0' * 8),
+        udp_frame(hdr(CONTRIB, job=8, count=2, version=1) + b'\0' * 8),
         udp_frame(hdr(99, job=8)),
         udp_frame(hdr(CONTRIB, job=8, count=3) + b'\0' * 8),   # body != count
         udp_frame(b'\x01\x01\x00'),                            # shorter than a header
@@ -533,30 +544,40 @@ def case_malformed():
 
 
 def case_leave():
+    s1 = session(5)
+    s2 = session(5, 2, prev=s1)
     frames = join_all(5, 2) + [
         contrib(5, 0, [1], slot=0, seq=0),
         udp_frame(hdr(HEARTBEAT, job=5, rank=0), rank=0),
         udp_frame(hdr(HEARTBEAT, job=5, rank=1), rank=1, sport=45000),   # not its address
         udp_frame(hdr(HEARTBEAT, job=5, rank=0, token=1), rank=0),       # bad token
-        udp_frame(hdr(LEAVE, job=5, rank=1), rank=1),
-        contrib(5, 0, [2], slot=1, seq=1),        # rank 1 is gone: MEMBER_LOST
+        udp_frame(hdr(HEARTBEAT, job=5, rank=0, token=TOKEN), rank=0),   # the job token
+        udp_frame(hdr(LEAVE, job=5, rank=1), rank=1),      # a new incarnation begins
+        contrib(5, 0, [2], slot=1, seq=1),        # rank 0 is in the old one: MEMBER_LOST
         join(5, 1, 2),
-        contrib(5, 0, [100], slot=0, seq=0),      # the sets were reset: counted anew
-        contrib(5, 1, [10], slot=0, seq=0),
+        join(5, 0, 2),
+        contrib(5, 0, [100], slot=0, seq=0, token=s2),     # the sets were reset
+        contrib(5, 0, [1000], slot=0, seq=0, token=s1),    # the old stream's late copy
+        udp_frame(hdr(LEAVE, job=5, rank=1, token=s1), rank=1),   # a late copy of the LEAVE
+        contrib(5, 1, [10], slot=0, seq=0, token=s2),
         udp_frame(hdr(LEAVE, job=50, rank=0), rank=0),   # nothing to leave: still acked
     ]
     run = run_incad(base_config(), [frames])
     got = [(m.type, m['rank'], m['reason']) for m in run.msgs()]
     lost = NACK_REASONS['MEMBER_LOST']
     expect = [(JOIN_ACK, 0, 0), (JOIN_ACK, 1, 0), (HEARTBEAT_ACK, 0, 0),
-              (NACK, 1, NACK_REASONS['NOT_MEMBER']), (LEAVE_ACK, 1, 0), (NACK, 0, lost),
-              (JOIN_ACK, 1, 0), (RESULT, 1, 0), (RESULT, 0, 0), (LEAVE_ACK, 0, 0)]
+              (LEAVE_ACK, 1, 0), (NACK, 0, lost), (JOIN_ACK, 1, 0), (JOIN_ACK, 0, 0),
+              (NACK, 0, lost), (LEAVE_ACK, 1, 0), (RESULT, 1, 0), (RESULT, 0, 0),
+              (LEAVE_ACK, 0, 0)]
     check(got == expect, 'answers %s, expected %s' % (got, expect))
+    acks = [m for m in run.msgs() if m.type == JOIN_ACK]
+    check([m.ctrl()['session'] for m in acks] == [s1, s1, s2, s2],
+          'sessions %s' % [hex(m.ctrl()['session']) for m in acks])
     res = results(run)
-    check(all(m.values() == [110] for m in res), 'sum after the reset %s' %
-          [m.values() for m in res])
-    check(run.drop('incad/CTRL_BAD_TOKEN') == 1 and run.drop('incad/MEMBER_LOST') == 1,
-          'drops %s' % run.drops)
+    check(len(res) == 2 and all(m.values() == [110] and m['token'] == s2 for m in res),
+          'sum after the reset %s' % [(m.values(), hex(m['token'])) for m in res])
+    check(run.drop('incad/CTRL_BAD_TOKEN') == 2 and run.drop('incad/CTRL_NOT_MEMBER') == 1 and
+          run.drop('incad/STALE_SESSION') == 3, 'drops %s' % run.drops)
     nack = [m for m in run.msgs() if m.type == NACK and m['reason'] == lost][0]
     check(nack['slot'] == 1 and nack['seq'] == 1, 'MEMBER_LOST does not echo the CONTRIB')
     check_to_worker(nack, 0)

@@ -43,6 +43,7 @@ def sh(*cmd):
 class Worker:
     def __init__(self, rank, job, nworkers):
         self.rank, self.job, self.nworkers = rank, job, nworkers
+        self.session = None     # from the last JOIN_ACK
         self.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.s.bind((WORKER, 40000 + rank))
         self.s.connect((AGG, INCA_PORT))
@@ -50,6 +51,8 @@ class Worker:
     def send(self, mtype, body=b'', **kw):
         kw.setdefault('job', self.job)
         kw.setdefault('rank', self.rank)
+        if mtype != JOIN:
+            kw.setdefault('token', self.session)
         self.s.send(hdr(mtype, **kw) + body)
 
     def join(self):
@@ -74,6 +77,10 @@ class Worker:
         check(m['type'] == mtype and m['reason'] == reason,
               'rank %d %s: got type %d reason %d, expected type %d reason %d'
               % (self.rank, what, m['type'], m['reason'], mtype, reason))
+        if mtype == JOIN_ACK:
+            self.session = struct.unpack('!I', m['body'][28:32])[0]
+            check(self.session not in (0, TOKEN), 'rank %d: session %#x' % (self.rank,
+                                                                          self.session))
         return m
 
 
@@ -145,10 +152,20 @@ def case_evict():
                   'RESULT %s' % m)
         # Rank 1 keeps heartbeating, rank 0 goes silent past evict_ms.
         t_end = time.monotonic() + 0.9
+        answers = []
         while time.monotonic() < t_end:
             w1.send(HEARTBEAT)
-            w1.expect(HEARTBEAT_ACK, what='to HEARTBEAT')
+            m = w1.recv()
+            check(m is not None, 'rank 1: no answer to HEARTBEAT')
+            answers.append((m['type'], m['reason']))
             time.sleep(0.1)
+        # Acknowledged until rank 0's eviction ended the incarnation, then
+        # told to rejoin (its session is the previous one's).
+        lost = (NACK, NACK_REASONS['MEMBER_LOST'])
+        k = answers.index(lost) if lost in answers else len(answers)
+        check(k >= 1 and all(a == (HEARTBEAT_ACK, 0) for a in answers[:k]) and
+              all(a == lost for a in answers[k:]) and k < len(answers),
+              'answers to the heartbeats %s' % answers)
         j = telemetry(incad.prefix, '/incad/job,3')
         check(j and j['live_mask'] == 2 and j['evicted_mask'] == 1 and j['resets'] == 1,
               'after the eviction: %s' % j)
@@ -158,9 +175,14 @@ def case_evict():
         w0.expect(NACK, NACK_REASONS['EVICTED'], what='to the evicted HEARTBEAT')
         w0.contrib([5], 1, 1)
         w0.expect(NACK, NACK_REASONS['EVICTED'], what='to the evicted CONTRIB')
-        # Rejoining mends the job.
+        # Rejoining mends the job: a new incarnation, which rank 1 joins too.
+        old = w0.session
         w0.join()
         w0.expect(JOIN_ACK, what='to the second JOIN')
+        check(w0.session != old, 'the same session after an eviction')
+        w1.join()
+        w1.expect(JOIN_ACK, what='to the JOIN into the new incarnation')
+        check(w1.session == w0.session, 'two sessions in one incarnation')
         w0.contrib([5], 1, 1)
         w1.contrib([6], 1, 1)
         for w in (w0, w1):

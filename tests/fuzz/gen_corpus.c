@@ -729,7 +729,7 @@ configs(const char *conf_path)
 		   "idle = { policy = \"poll\"; };\n"
 		   "aggregation = { pool_size = 8; max_elems = 4096; window = 8;"
 		   " max_slots = 64; };\n"
-		   "timeouts = { heartbeat_ms = 100; evict_ms = 0; };\n"
+		   "timeouts = { heartbeat_ms = 100; evict_ms = 86400000; };\n"
 		   "ports = (\n"
 		   "  { name = \"a\"; devargs = \"net_af_packet0,iface=veth0\";"
 		   " ipv4 = \"10.77.1.1/24\"; mtu = 9000; },\n"

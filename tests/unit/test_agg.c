@@ -666,7 +666,9 @@ END_TEST
 
 START_TEST(test_bfp)
 {
-	struct agg_job *j = job_new(3, 2, 8, true);
+	/* Without the sequence check (a switch's rules), so that a mismatch
+	 * only drops the contribution and the set goes on. */
+	struct agg_job *j = job_new(3, 2, 8, false);
 	uint8_t body[32];
 	struct inca_msg m, res;
 	unsigned i;
@@ -677,7 +679,8 @@ START_TEST(test_bfp)
 	m.flags |= INCA_F_BFP;
 	m.exp = -3;
 	ck_assert_int_eq(give(j, &m), AGG_PENDING);
-	/* A non-BFP contribution cannot join a BFP use, nor the reverse. */
+	/* A non-BFP contribution cannot join a BFP use, nor the reverse
+	 * (this job has no sequence check: a counted drop, the set goes on). */
 	m.rank = 1;
 	m.flags &= ~INCA_F_BFP;
 	ck_assert_int_eq(give(j, &m), AGG_DROP);
@@ -948,8 +951,14 @@ START_TEST(test_mismatch)
 	m = cmsg(0, 0, 0, 1, INCA_DTYPE_INT32, INCA_OP_SUM, 4, body);
 	m.offset = 64;
 	ck_assert_int_eq(give(j, &m), AGG_PENDING);
-	/* Rule 2: rank 1 disagrees with the first contribution in one field at a time. */
+	/* Rule 2: rank 1 disagrees with the first contribution in one field at a
+	 * time; each case on a job of its own, since a mismatch fails the set. */
 	for (i = 0; i < 5; i++) {
+		struct agg_job *jf = job_new(3, 1, 8, true);
+		struct agg_set *sf = set_of(jf, 0, 0);
+		struct inca_msg late;
+
+		ck_assert_int_eq(give(jf, &m), AGG_PENDING);
 		bad = m;
 		bad.rank = 1;
 		switch (i) {
@@ -970,10 +979,34 @@ START_TEST(test_mismatch)
 			bad.flags |= INCA_F_BFP;
 			break;
 		}
-		ck_assert_int_eq(give(j, &bad), AGG_DROP);
-		ck_assert_msg(last_out.reason == AGG_DROP_MISMATCH, "field %u: %s", i,
-			      agg_drop_name(last_out.reason));
+		ck_assert_msg(give(jf, &bad) == AGG_MISMATCH, "field %u: verdict %d", i,
+			      last_out.verdict);
+		ck_assert(last_out.first);
+		ck_assert_ptr_eq(last_out.set, sf);
+		ck_assert_int_eq(sf->state, AGG_SET_FAILED);
+		/* Rule 7: whoever sends this chunk again, or next, learns of
+		 * it; nothing more is combined into the failed set. */
+		late = m;
+		late.rank = 2;
+		ck_assert_int_eq(give(jf, &late), AGG_MISMATCH);
+		ck_assert(!last_out.first);
+		late.rank = 0;
+		late.flags |= INCA_F_RETX;
+		ck_assert_int_eq(give(jf, &late), AGG_MISMATCH);
+		ck_assert_int_eq(give(jf, &bad), AGG_MISMATCH);
+		ck_assert_uint_eq(sf->bitmap, 1);
+		/* An older seq is stale; the next use of the set starts afresh. */
+		late = m;
+		late.seq = m.seq - 2;
+		ck_assert_int_eq(give(jf, &late), AGG_DROP);
+		ck_assert_int_eq(last_out.reason, AGG_DROP_STALE);
+		late.seq = m.seq + 2;
+		ck_assert_int_eq(give(jf, &late), AGG_PENDING);
+		ck_assert_int_eq(sf->state, AGG_SET_FILLING);
+		ck_assert_uint_eq(sf->bitmap, 1);
+		agg_job_destroy(jf);
 	}
+	/* The original job never saw the disagreeing contributions. */
 	ck_assert_uint_eq(s->bitmap, 1);
 	ck_assert_uint_eq(s->remaining, 2);
 	/* LAST, RETX and exp are not part of what must agree. */
@@ -1005,6 +1038,15 @@ START_TEST(test_bad_token)
 	ck_assert_int_eq(give(j, &m), AGG_DROP);
 	ck_assert_int_eq(last_out.reason, AGG_DROP_BAD_TOKEN);
 	m.token = TOKEN;
+	ck_assert_int_eq(give(j, &m), AGG_PENDING);
+	/* A new incarnation (incad: a new session token after a reset): the
+	 * old stream's copies can start nothing in the new one. */
+	agg_job_reset(j);
+	agg_job_set_token(j, TOKEN + 7);
+	ck_assert_int_eq(give(j, &m), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_BAD_TOKEN);
+	ck_assert_uint_eq(set_of(j, 0, 0)->state, AGG_SET_IDLE);
+	m.token = TOKEN + 7;
 	ck_assert_int_eq(give(j, &m), AGG_PENDING);
 	agg_job_destroy(j);
 }

@@ -643,6 +643,11 @@ agg_receive(struct sim *s, const struct pkt *p)
 		len = agg_result_write(s->job, out.set, m.rank, true, s->buf);
 		net_send(s, PKT_RESULT, m.rank, s->buf, len);
 		break;
+	case AGG_MISMATCH:
+		/* Every worker here sends the same geometry. */
+		REQ_MSG(false, "%s: rank %u seq %u: mismatch in a consistent stream",
+			s->c->name, m.rank, m.seq);
+		break;
 	case AGG_DROP:
 		s->st.drops[out.reason]++;
 		if (p->late && out.reason == AGG_DROP_STALE)

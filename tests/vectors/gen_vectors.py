@@ -40,9 +40,11 @@ HDR = struct.Struct('!BBBBHHIHBbIIHHI')     # 32 bytes
 CTRL = struct.Struct('!BBHHHHHHHIIII')      # 32 bytes
 assert HDR.size == 32 and CTRL.size == 32
 
-VERSION = 1
+VERSION = 2
 INCA_PORT = 18766
-CONTRIB, RESULT, HELLO, CAPS, JOIN, JOIN_ACK = 1, 2, 3, 4, 5, 6
+CONTRIB, RESULT, HELLO, CAPS, JOIN, JOIN_ACK, LEAVE, LEAVE_ACK = 1, 2, 3, 4, 5, 6, 7, 8
+NACK = 11
+NACK_MEMBER_LOST, NACK_MISMATCH = 14, 16
 INT32, SUM = 0, 0
 F_SET, F_RETX, F_LAST, F_BFP = 0x01, 0x02, 0x04, 0x08
 CAP_NATIVE_FLOAT, CAP_BFP, CAP_SEQ_CHECK = 1, 2, 4
@@ -54,6 +56,19 @@ TIMEOUTS = {'heartbeat_ms': 1000, 'evict_ms': 600000}
 # incad advertises every capability (docs/protocol.md, "Capability bits").
 INCAD_CAPS = CAP_NATIVE_FLOAT | CAP_BFP | CAP_SEQ_CHECK
 T0 = 1767225600  # pcap timestamps: fixed, so the files are reproducible
+# The session token of a job's incarnation is the aggregator's choice
+# (docs/protocol.md, "Sessions"); the vectors fix it, and a runner sets up
+# the aggregator to choose the same: incad with aggregation.session_seed
+# (docs/incad.md), a switch's control plane by writing it.
+SESSION_SEED = 0x5E55104E
+
+
+def session_token(job, n, token, prev=0):
+    """incad's session token of incarnation n of a job under SESSION_SEED."""
+    s = SESSION_SEED ^ ((job * 0x9E3779B1) & 0xFFFFFFFF) ^ ((n * 0x85EBCA77) & 0xFFFFFFFF)
+    while s in (0, token, prev):
+        s = (s + 1) & 0xFFFFFFFF
+    return s
 
 
 def member(rank):
@@ -81,10 +96,10 @@ def hdr(mtype, job, rank, token, slot=0, flags=0, exp=0, seq=0, offset=0, count=
                     offset, count, reason, bitmap)
 
 
-def ctrl(ver_min=1, ver_max=1, dtypes=0, ops=0, max_elems=0, nworkers=0, pool_size=0,
-         window=0, caps=0, hb_ms=0, evict_ms=0, pool_base=0):
+def ctrl(ver_min=VERSION, ver_max=VERSION, dtypes=0, ops=0, max_elems=0, nworkers=0,
+         pool_size=0, window=0, caps=0, hb_ms=0, evict_ms=0, pool_base=0, session=0):
     return CTRL.pack(ver_min, ver_max, dtypes, ops, max_elems, nworkers, pool_size, window,
-                     caps, hb_ms, evict_ms, pool_base, 0)
+                     caps, hb_ms, evict_ms, pool_base, session)
 
 
 class Scenario:
@@ -97,7 +112,8 @@ class Scenario:
         self.tofino = tofino
         self.job = {'id': job, 'token': token, 'nworkers': nworkers,
                     'pool_size': pool_size, 'window': window, 'max_elems': 256,
-                    'elems': elems}
+                    'elems': elems, 'session_seed': SESSION_SEED,
+                    'session': session_token(job, 1, token)}
         self.members = [member(r) for r in range(nworkers)]
         self.inputs = []      # (frame, in the Tofino subset)
         self.outputs = []     # (frame, in the Tofino subset)
@@ -135,6 +151,7 @@ class Scenario:
                    nworkers=j['nworkers'], pool_size=j['pool_size'], window=j['window'],
                    caps=INCAD_CAPS, hb_ms=TIMEOUTS['heartbeat_ms'],
                    evict_ms=TIMEOUTS['evict_ms'])
+        ack = ack[:28] + struct.pack('!I', j['session'])
         self.expect_frame(rank, hdr(JOIN_ACK, j['id'], rank, j['token']) + ack, False)
         if 'ctrl.pool_base' not in self.ignore:
             self.ignore.append('ctrl.pool_base')
@@ -153,7 +170,7 @@ class Scenario:
             self.flags.setdefault(k, (flags & (F_LAST | F_BFP)) | self.set_flag(k))
         mac, ip, port = src or (m['mac'], m['ip'], m['udp_port'])
         body = struct.pack('!%di' % len(values), *values)
-        h = hdr(CONTRIB, j['id'], rank, j['token'] if token is None else token,
+        h = hdr(CONTRIB, j['id'], rank, j['session'] if token is None else token,
                 slot=self.slot(k), flags=flags | self.set_flag(k), exp=exp, seq=k,
                 offset=k * j['elems'], count=len(values))
         self.inputs.append((frame(mac, AGG['mac'], ip, AGG['ip'], port, INCA_PORT,
@@ -178,9 +195,27 @@ class Scenario:
         flags = self.flags[k] | (F_RETX if replay else 0)
         body = struct.pack('!%di' % len(sums), *sums)
         for r in ([to] if to is not None else range(j['nworkers'])):
-            h = hdr(RESULT, j['id'], r, j['token'], slot=self.slot(k), flags=flags, exp=exp,
+            h = hdr(RESULT, j['id'], r, j['session'], slot=self.slot(k), flags=flags, exp=exp,
                     seq=k, offset=k * j['elems'], count=j['elems'], bitmap=bitmap)
             self.expect_frame(r, h + body, True)
+
+    def leave(self, rank, token=None):
+        """LEAVE with the session (or @token) and its LEAVE_ACK; a LEAVE of a
+        member ends the incarnation: the next one has a new session."""
+        m, j = self.members[rank], self.job
+        tok = j['session'] if token is None else token
+        self.inputs.append((frame(m['mac'], AGG['mac'], m['ip'], AGG['ip'], m['udp_port'],
+                                  INCA_PORT, hdr(LEAVE, j['id'], rank, tok)), False))
+        self.expect_frame(rank, hdr(LEAVE_ACK, j['id'], rank, tok), False)
+
+    def nack(self, to, k, reason, token, flags=0, offset=None):
+        """A NACK answering a CONTRIB of chunk k: the header echoes its job,
+        slot, flags, seq, offset and token, with the addressee's rank."""
+        j = self.job
+        self.expect_frame(to, hdr(NACK, j['id'], to, token, slot=self.slot(k),
+                                  flags=flags | self.set_flag(k), seq=k,
+                                  offset=k * j['elems'] if offset is None else offset,
+                                  reason=reason), False)
 
     def manifest(self):
         files = {'in': self.name + '.in.pcap', 'out': self.name + '.out.pcap'}
@@ -349,8 +384,75 @@ def bad_token():
     return s
 
 
+def late_copy():
+    s = Scenario('late_copy', 'a late copy of a chunk and a retransmission after the '
+                 'sender moved to the other shadow set are never counted again',
+                 tofino=False, nworkers=3, pool_size=4, window=4, elems=64)
+    for r in range(3):
+        s.join(r)
+    p = s.job['pool_size']
+    v = {r: s.contrib(r, 0) for r in range(3)}
+    s.result(0)
+    s.contrib(0, p)
+    s.contrib(1, p)
+    # Reordered: a copy of rank 0's chunk 0 arrives after its chunk P was
+    # counted in the other set (rule 6 cleared its bit): stale.
+    s.contrib(0, 0, values=v[0], counted=False)
+    # Rank 0 retransmits chunk P while the set fills: a duplicate.
+    s.contrib(0, p, values=s.counted[p][0][0], flags=F_RETX, counted=False)
+    s.contrib(2, p)
+    s.result(p)
+    return s
+
+
+def stale_session():
+    s = Scenario('stale_session', 'after a reset (a member left and all rejoined) the old '
+                 'incarnation\'s CONTRIBs are answered MEMBER_LOST and never counted',
+                 tofino=False, nworkers=2, pool_size=4, window=4, elems=64)
+    j = s.job
+    s1 = j['session']
+    s.join(0)
+    s.join(1)
+    old0 = s.contrib(0, 0)
+    s.contrib(1, 0)
+    s.result(0)
+    s.contrib(0, 1, counted=False)
+    s.leave(1)                                  # incarnation 2 begins
+    j['session'] = session_token(j['id'], 2, j['token'], prev=s1)
+    s.contrib(0, 1, counted=False, token=s1)    # rank 0 has not rejoined yet
+    s.nack(0, 1, NACK_MEMBER_LOST, s1)
+    s.join(1)
+    s.join(0)
+    s.counted = {}                              # the new stream starts at chunk 0
+    s.contrib(0, 0, values=old0, counted=False, token=s1)   # a late copy
+    s.nack(0, 0, NACK_MEMBER_LOST, s1)
+    s.contrib(1, 0)
+    s.contrib(0, 0)
+    s.result(0)
+    return s
+
+
+def mismatch():
+    s = Scenario('mismatch', 'contributions to one chunk that disagree (here the offset) '
+                 'fail it: every member gets NACK MISMATCH, and so does every later copy',
+                 tofino=False, nworkers=3, pool_size=4, window=4, elems=64)
+    for r in range(3):
+        s.join(r)
+    s.contrib(0, 0, counted=False)
+    m1 = s.members[1]
+    bad = struct.pack('!64i', *s.values())
+    h = hdr(CONTRIB, s.job['id'], 1, s.job['session'], slot=0, seq=0, offset=64, count=64)
+    s.inputs.append((frame(m1['mac'], AGG['mac'], m1['ip'], AGG['ip'], m1['udp_port'],
+                           INCA_PORT, h + bad), False))
+    for r in range(3):
+        s.nack(r, 0, NACK_MISMATCH, s.job['session'], offset=64)
+    s.contrib(2, 0, counted=False)
+    s.nack(2, 0, NACK_MISMATCH, s.job['session'])
+    return s
+
+
 SCENARIOS = [join_static, sum2, sum4_bfp, sum2_large, replay, duplicate, wraparound,
-             non_member, bad_token]
+             non_member, bad_token, late_copy, stale_session, mismatch]
 
 
 def write_pcap(path, frames):

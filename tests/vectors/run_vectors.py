@@ -160,7 +160,7 @@ def incad_config(agg, sc):
 mode = "aggregator";
 workers = 1;
 idle = { policy = "adaptive"; };
-aggregation = { max_elems = %(max_elems)d; };
+aggregation = { max_elems = %(max_elems)d; session_seed = 0x%(seed)08X; };
 timeouts = { heartbeat_ms = %(hb)d; evict_ms = %(evict)d; };
 ports = (
 	{ name = "p0"; device = "net_pcap0"; ipv4 = "%(agg_ip)s/16"; mac = "%(agg_mac)s"; }
@@ -187,7 +187,8 @@ jobs = (
 ''' % {'name': sc['name'], 'max_elems': j['max_elems'], 'hb': sc['timeouts']['heartbeat_ms'],
        'evict': sc['timeouts']['evict_ms'], 'agg_ip': agg['ip'], 'agg_mac': agg['mac'],
        'token': j['token'], 'job': j['id'], 'nworkers': j['nworkers'],
-       'pool_size': j['pool_size'], 'window': j['window'], 'members': members}
+       'pool_size': j['pool_size'], 'window': j['window'], 'members': members,
+       'seed': j['session_seed']}
 
 
 def run_incad(incad, vec_dir, agg, sc, timeout):

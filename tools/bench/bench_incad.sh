@@ -142,7 +142,7 @@ mode = "aggregator";
 workers = 1;
 idle = { policy = "poll"; };
 aggregation = { max_elems = $ELEMS; };
-timeouts = { evict_ms = 0; };
+timeouts = { evict_ms = 86400000; };
 ports = ( { name = "p0"; device = "net_pcap0"; ipv4 = "$AGG_IP/24"; mac = "$MAC"; } );
 tenants = ( { name = "bench"; token = $TOKEN; } );
 jobs = ( { id = 1; tenant = "bench"; nworkers = $NW; pool_size = $POOL; } );
