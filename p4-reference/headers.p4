@@ -24,7 +24,7 @@ const bit<8> IP_PROTO_UDP = 17;
 
 /* ---- Wire constants (lib/include/inca/wire.h) ---- */
 
-const bit<8> INCA_PROTO_VERSION = 1;
+const bit<8> INCA_PROTO_VERSION = 2;
 const bit<16> INCA_UDP_PORT = 18766;
 const bit<16> INCA_HDR_LEN = 32;
 const bit<16> INCA_CTRL_LEN = 32;

@@ -221,7 +221,7 @@ expect_ctrl(struct gen *g, const uint8_t *body)
 	kv(g, "inca.ctrl.hb_ms", "%u", c.hb_ms);
 	kv(g, "inca.ctrl.evict_ms", "%u", c.evict_ms);
 	kv(g, "inca.ctrl.pool_base", "%u", c.pool_base);
-	kv(g, "inca.ctrl.reserved", "%u",
+	kv(g, "inca.ctrl.session", "%u",
 	   (uint32_t)body[28] << 24 | (uint32_t)body[29] << 16 | body[30] << 8 | body[31]);
 }
 
@@ -609,7 +609,7 @@ gen_malformed(struct gen *g)
 	raw_frame(g, raw, 10, &to_agg);
 
 	m = hdr(INCA_MSG_HELLO, 0);
-	m.version = 2;
+	m.version = INCA_PROTO_VERSION + 1;
 	n = ctrl_body(b, 1, 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
 	msg_frame(g, &m, b, n, INCA_WIRE_VERSION, &to_agg);
 	m.version = 0;
@@ -756,7 +756,7 @@ gen_ports(struct gen *g)
 	m.flags = 0x40;
 	msg_frame(g, &m, b, 0, INCA_WIRE_FLAGS, &o);
 	m.flags = 0;
-	m.version = 2;
+	m.version = INCA_PROTO_VERSION + 1;
 	msg_frame(g, &m, b, 0, INCA_WIRE_VERSION, &o);
 	m.version = INCA_PROTO_VERSION;
 	m.type = INCA_MSG_MAX_;

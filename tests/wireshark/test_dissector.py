@@ -134,7 +134,7 @@ def check_tables(t, tshark, lua, env):
                  "exp", "seq", "offset", "count", "reason", "bitmap", "ctrl.ver_min",
                  "ctrl.ver_max", "ctrl.dtypes", "ctrl.ops", "ctrl.max_elems",
                  "ctrl.nworkers", "ctrl.pool_size", "ctrl.window", "ctrl.caps",
-                 "ctrl.hb_ms", "ctrl.evict_ms", "ctrl.pool_base", "ctrl.reserved",
+                 "ctrl.hb_ms", "ctrl.evict_ms", "ctrl.pool_base", "ctrl.session",
                  "payload", "elem.int32", "elem.fp32", "elem.fp16", "elem.bf16"):
         if "inca." + name not in fields:
             fail("field inca.%s is missing" % name)
@@ -207,7 +207,8 @@ def check_frame(i, e, fl, info, t):
 
     typ = int(e.get("inca.type", "0"))
     errors = [x for x in e["errors"].split(",") if x]
-    if "inca.type" in first and e.get("inca.version") == "1" and typ in t["type"]:
+    if "inca.type" in first and e.get("inca.version") == str(t["const"]["PROTO_VERSION"]) \
+            and typ in t["type"]:
         desc = t["type"][typ][1]
         if not first.get("inca.type", ("", ""))[1].endswith(", " + desc):
             fail("%s: type shown as %r, want the description %r" %
@@ -287,7 +288,7 @@ def check_frame(i, e, fl, info, t):
 HDR_FIELDS = ("version", "type", "dtype", "op", "job", "rank", "token", "slot", "flags", "exp",
               "seq", "offset", "count", "reason", "bitmap")
 CTRL_FIELDS = ("ver_min", "ver_max", "dtypes", "ops", "max_elems", "nworkers", "pool_size",
-               "window", "caps", "hb_ms", "evict_ms", "pool_base", "reserved")
+               "window", "caps", "hb_ms", "evict_ms", "pool_base", "session")
 
 
 def spec_examples(path):
@@ -340,7 +341,7 @@ def check_spec(path, t, tshark, env, tmp):
             if name.startswith("inca.err.") or "Lua Error" in showname:
                 fail("%s: %s" % (where, showname))
         want = {"inca." + k: 0 for k in HDR_FIELDS}
-        want["inca.version"] = 1
+        want["inca.version"] = t["const"]["PROTO_VERSION"]
         if "ver_min" in fields:
             want.update({"inca.ctrl." + k: 0 for k in CTRL_FIELDS})
         elems = None

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- Copyright (c) 2026 The INCA authors
 --
--- Wireshark / tshark dissector for the INCA protocol, version 1.
+-- Wireshark / tshark dissector for the INCA protocol, version 2.
 --
 -- docs/protocol.md is the specification and lib/include/inca/wire.h its C
 -- definition. The tables below repeat wire.h's X-macros; tests/wireshark/
@@ -14,7 +14,7 @@
 -- Use: tshark -X lua_script:tools/wireshark/inca.lua ..., or copy this file
 -- to ~/.local/lib/wireshark/plugins/ (see tools/wireshark/README.md).
 
-local PROTO_VERSION = 1
+local PROTO_VERSION = 2
 local UDP_PORT = 18766
 local HDR_LEN = 32
 local CTRL_LEN = 32
@@ -81,6 +81,7 @@ local NACK_REASONS = {
 	[13] = { "EVICTED", "member was evicted (silent too long)" },
 	[14] = { "MEMBER_LOST", "the job lost a member; rejoin before contributing" },
 	[15] = { "RATE_LIMITED", "too many control messages from this source" },
+	[16] = { "MISMATCH", "the ranks' contributions to one chunk differ (count, dtype, op, offset or BFP)" },
 }
 
 -- INCA_CAP_*: { name, mask }; INCA_CAP_MASK is their union.
@@ -160,7 +161,7 @@ local hf = {
 	hb_ms = ProtoField.uint32("inca.ctrl.hb_ms", "Heartbeat interval (ms)", base.DEC),
 	evict_ms = ProtoField.uint32("inca.ctrl.evict_ms", "Eviction timeout (ms)", base.DEC),
 	pool_base = ProtoField.uint32("inca.ctrl.pool_base", "Pool base", base.DEC),
-	ctrl_reserved = ProtoField.uint32("inca.ctrl.reserved", "Reserved", base.HEX),
+	session = ProtoField.uint32("inca.ctrl.session", "Session token", base.HEX),
 
 	payload = ProtoField.bytes("inca.payload", "Payload"),
 	elems_hidden = ProtoField.uint32("inca.payload.not_shown", "Elements not shown",
@@ -414,7 +415,7 @@ local function dissect_ctrl(tvb, tree, h, check)
 	add("hb_ms", 16, 4)
 	add("evict_ms", 20, 4)
 	add("pool_base", 24, 4)
-	add("ctrl_reserved", 28, 4)
+	add("session", 28, 4)
 
 	if c.ver_min > c.ver_max then
 		bad[#bad + 1] = { vmin_it, "ver_min above ver_max" }
@@ -672,7 +673,7 @@ function inca.dissector(tvb, pinfo, tree)
 	return dissect(tvb, pinfo, tree)
 end
 
--- Heuristic for INCA on other ports: only a well-formed version 1 message
+-- Heuristic for INCA on other ports: only a well-formed version 2 message
 -- (the message checks short of the control body fields) is claimed, so
 -- that other UDP traffic is not mistaken for INCA.
 local function looks_like_inca(tvb)
