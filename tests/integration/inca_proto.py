@@ -126,6 +126,15 @@ class Nacked(Exception):
                            % (self.reason, hdr['job'], hdr['rank'], hdr['seq']))
 
 
+def session_token(seed, job, n, token, prev=0):
+    """The session token incad hands out for incarnation @n of @job when it
+    is configured with aggregation.session_seed = @seed (daemon/ctrl.c)."""
+    s = seed ^ ((job * 0x9E3779B1) & 0xFFFFFFFF) ^ ((n * 0x85EBCA77) & 0xFFFFFFFF)
+    while s in (0, token, prev):
+        s = (s + 1) & 0xFFFFFFFF
+    return s
+
+
 def hdr_pack(**kw):
     h = dict.fromkeys(HDR_FIELDS, 0)
     h['version'] = VERSION
@@ -211,6 +220,7 @@ class Worker:
                  pool_size=0, window=0, max_elems=0, rto=0.05, bind_ip=''):
         self.agg = (agg_ip, port)
         self.job, self.rank, self.token = job, rank, token
+        self.session = None     # the incarnation's, from JOIN_ACK
         self.nworkers = nworkers
         self.want = dict(pool_size=pool_size, window=window, max_elems=max_elems)
         self.rto = rto
@@ -251,8 +261,9 @@ class Worker:
 
     def _ctrl(self, mtype, answer, body=b'', tries=40, timeout=0.25):
         """Send a control message until its answer (or a NACK) arrives."""
-        msg = hdr_pack(type=MSG[mtype], job=self.job, rank=self.rank,
-                       token=self.token) + body
+        # JOIN proves the job token; later messages name the session.
+        token = self.token if mtype == 'JOIN' or self.session is None else self.session
+        msg = hdr_pack(type=MSG[mtype], job=self.job, rank=self.rank, token=token) + body
         for _ in range(tries):
             self._send(msg)
             end = time.monotonic() + timeout
@@ -281,6 +292,7 @@ class Worker:
                          nworkers=self.nworkers, **self.want)
         h, b = self._ctrl('JOIN', 'JOIN_ACK', body)
         self.ack = ctrl_unpack(b)
+        self.session = self.ack['session']
         if self.ack['nworkers'] != self.nworkers:
             raise AssertionError('JOIN_ACK nworkers %d, asked %d'
                                  % (self.ack['nworkers'], self.nworkers))
@@ -300,7 +312,7 @@ class Worker:
         pool = self.ack['pool_size']
         setbit = F_SET if (k // pool) % 2 else 0
         return dict(type=MSG['CONTRIB'], dtype=dtype, op=op, job=self.job, rank=self.rank,
-                    token=self.token, slot=k % pool, flags=setbit | flags,
+                    token=self.session, slot=k % pool, flags=setbit | flags,
                     seq=k & 0xffffffff, offset=offset, count=count)
 
     def allreduce(self, elems, dtype, op, chunk=None, deadline=30.0):
@@ -348,7 +360,7 @@ class Worker:
                 continue
             if now - self.last_tx > hb / 2:
                 self._send(hdr_pack(type=MSG['HEARTBEAT'], job=self.job, rank=self.rank,
-                                    token=self.token))
+                                    token=self.session))
             h, body = self._recv(due - now)
             if h is None:
                 continue

@@ -557,7 +557,7 @@ def ctrl_msg(mtype, job, rank, token, body=b'', **kw):
 
 
 def join_body(n=2):
-    return P.ctrl_pack(ver_min=1, ver_max=1, dtypes=1, ops=1, nworkers=n)
+    return P.ctrl_pack(ver_min=P.VERSION, ver_max=P.VERSION, dtypes=1, ops=1, nworkers=n)
 
 
 # The static jobs of the isolation case: job 100 of tenant A, job 200 of B.
@@ -907,7 +907,7 @@ def test_fragments():
         tel = d.tel()
         quiet_icmp(rack, 1)
         a = attacker(rack, tel, 1)
-        hello = F.msg(P.ctrl_pack(ver_min=1, ver_max=1), type=P.MSG['HELLO'])
+        hello = F.msg(P.ctrl_pack(ver_min=P.VERSION, ver_max=P.VERSION), type=P.MSG['HELLO'])
         u = F.udp(a['ip'], a['agg_ip'], 41000, P.UDP_PORT, hello)
         frags = [F.eth(a['agg_mac'], a['mac'], F.ETH_IPV4,
                        F.ipv4(a['ip'], a['agg_ip'], 17, u[:40], frag=0x2000)),

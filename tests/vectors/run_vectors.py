@@ -43,7 +43,7 @@ HDR_FIELDS = ('version', 'type', 'dtype', 'op', 'job', 'rank', 'token', 'slot', 
               'exp', 'seq', 'offset', 'count', 'reason', 'bitmap')
 CTRL = struct.Struct('!BBHHHHHHHIIII')
 CTRL_FIELDS = ('ver_min', 'ver_max', 'dtypes', 'ops', 'max_elems', 'nworkers', 'pool_size',
-               'window', 'caps', 'hb_ms', 'evict_ms', 'pool_base', 'reserved')
+               'window', 'caps', 'hb_ms', 'evict_ms', 'pool_base', 'session')
 CTRL_TYPES = (3, 4, 5, 6, 7, 8, 9, 10, 11)
 TYPE_NAMES = {1: 'CONTRIB', 2: 'RESULT', 3: 'HELLO', 4: 'CAPS', 5: 'JOIN', 6: 'JOIN_ACK',
               7: 'LEAVE', 8: 'LEAVE_ACK', 9: 'HEARTBEAT', 10: 'HEARTBEAT_ACK', 11: 'NACK'}

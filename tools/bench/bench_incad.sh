@@ -103,10 +103,11 @@ trap 'exit 130' INT TERM
 MAC=02:00:00:00:00:01
 AGG_IP=10.77.0.1
 TOKEN=0x494e4341
+SEED=0x5e55104e
 PCAP=$TMP/cycle.pcap
 
 # One cycle of the job, as the workers would send it.
-$PY - "$SRC/tests/integration" "$PCAP" "$NW" "$ELEMS" "$POOL" "$MAC" "$AGG_IP" "$TOKEN" "$CSUM" \
+$PY - "$SRC/tests/integration" "$PCAP" "$NW" "$ELEMS" "$POOL" "$MAC" "$AGG_IP" "$TOKEN" "$CSUM" "$SEED" \
 	<<'EOF'
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -114,23 +115,28 @@ import inca_proto as P
 path, nw, elems, pool, mac, agg, token = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \
     int(sys.argv[5]), sys.argv[6], sys.argv[7], int(sys.argv[8], 0)
 csum = sys.argv[9] == '1'
+# Every cycle creates the dynamic job anew (all ranks leave at its end), so
+# each cycle is the job's first incarnation and has the same session.
+session = P.session_token(int(sys.argv[10], 0), 1, 1, token)
 
 frames = []
 def send(rank, msg):
     frames.append(P.build_frame(mac, '02:77:00:00:00:%02x' % (10 + rank),
                                 '10.77.0.%d' % (10 + rank), agg, 40000 + rank, P.UDP_PORT, msg,
                                 udp_csum=csum))
-ctrl = P.ctrl_pack(ver_min=1, ver_max=1, dtypes=1, ops=1, nworkers=nw)
+ctrl = P.ctrl_pack(ver_min=P.VERSION, ver_max=P.VERSION, dtypes=1, ops=1, nworkers=nw,
+                   pool_size=pool)
 for r in range(nw):
     send(r, P.hdr_pack(type=P.MSG['JOIN'], job=1, rank=r, token=token) + ctrl)
 body = P.elems_pack(P.DTYPE['INT32'], list(range(elems)))
 for k in range(4 * pool):
     for r in range(nw):
         send(r, P.hdr_pack(type=P.MSG['CONTRIB'], dtype=P.DTYPE['INT32'], op=P.OP['SUM'],
-                           job=1, rank=r, token=token, slot=k % pool,
+                           job=1, rank=r, token=session, slot=k % pool,
                            flags=P.F_SET if (k // pool) % 2 else 0, seq=k,
                            offset=k * elems, count=elems) + body)
-send(0, P.hdr_pack(type=P.MSG['LEAVE'], job=1, rank=0, token=token))
+for r in range(nw):
+    send(r, P.hdr_pack(type=P.MSG['LEAVE'], job=1, rank=r, token=session))
 P.write_pcap(path, frames)
 print('pcap: %d frames per cycle, %d contributions of %d bytes'
       % (len(frames), 4 * pool * nw, len(frames[nw])), file=sys.stderr)
@@ -141,11 +147,11 @@ cat >"$TMP/bench.conf" <<EOF
 mode = "aggregator";
 workers = 1;
 idle = { policy = "poll"; };
-aggregation = { max_elems = $ELEMS; };
+aggregation = { max_elems = $ELEMS; session_seed = $SEED; };
 timeouts = { evict_ms = 86400000; };
 ports = ( { name = "p0"; device = "net_pcap0"; ipv4 = "$AGG_IP/24"; mac = "$MAC"; } );
-tenants = ( { name = "bench"; token = $TOKEN; } );
-jobs = ( { id = 1; tenant = "bench"; nworkers = $NW; pool_size = $POOL; } );
+tenants = ( { name = "bench"; token = $TOKEN; job_ids = [1, 1]; dynamic_jobs = true;
+	      slot_quota = $POOL; } );
 EOF
 
 EAL=(--no-huge -m 512 --no-pci --log-level lib.eal:error
