@@ -586,7 +586,8 @@ members_remove(struct incad_lcore *lc, struct incad_job *j, uint32_t gone, bool 
 	 */
 	if (nv.cur != 0) {
 		nv.prev_session = nv.session;
-		nv.session = new_session(j, ++j->incarnations, nv.session);
+		nv.session = new_session(j, __atomic_add_fetch(&j->incarnations, 1, __ATOMIC_RELAXED),
+					 nv.session);
 		nv.cur = 0;
 	}
 	/* The others learn of the loss through MEMBER_LOST; with nobody left

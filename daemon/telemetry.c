@@ -105,6 +105,12 @@ job_summary(struct rte_tel_data *jd, const struct incad_job *j)
 	rte_tel_data_add_dict_int(jd, "window", j->window);
 	rte_tel_data_add_dict_int(jd, "slots_busy", (int)agg_job_busy_slots(j->agg));
 	rte_tel_data_add_dict_u64(jd, "resets", j->resets);
+	/* The incarnation, not its session token: that one is the members'. */
+	rte_tel_data_add_dict_u64(jd, "incarnation",
+				  __atomic_load_n(&j->incarnations, __ATOMIC_RELAXED));
+	rte_tel_data_add_dict_u64(jd, "joined_mask", v->cur);
+	rte_tel_data_add_dict_int(jd, "grant_window", v->g.window);
+	rte_tel_data_add_dict_int(jd, "grant_max_elems", v->g.max_elems);
 	for (k = 0; k < INCAD_JOB_CNT_COUNT; k++)
 		rte_tel_data_add_dict_u64(jd, job_counter_names[k], c[k]);
 }

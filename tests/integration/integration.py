@@ -202,8 +202,10 @@ def test_non_member():
             check_results(outs, colls, 2)
             moved = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
             log('drops caused by the non-member:', moved)
-            check(moved == {'incad/NOT_MEMBER_ADDR': sent['sent']},
-                  'expected %d incad/NOT_MEMBER_ADDR drops and nothing else, got %s',
+            # It knows the job token, not the members' session token: every
+            # frame is a BAD_TOKEN drop, none answered, none counted.
+            check(moved == {'core/BAD_TOKEN': sent['sent']},
+                  'expected %d core/BAD_TOKEN drops and nothing else, got %s',
                   sent['sent'], moved)
             check(job['CONTRIB'] == 0 and job['COMPLETE'] == 0 and job['DROP'] == sent['sent'],
                   'job 1 after the non-member sent %d packets: %s', sent['sent'], job)

@@ -216,8 +216,10 @@ def classify(fr, port_mac, local_ips, max_elems, mode='switch', snap=AF_PACKET_S
         return None
     if (r == 'VERSION' and len(m) >= P.HDR_LEN + P.CTRL_LEN and
             m[1] in (P.MSG['HELLO'], P.MSG['JOIN'])):
-        # docs/incad.md: a HELLO or JOIN of another version, long enough
-        # to be one, is answered with NACK BAD_VERSION and incad's CAPS.
+        # docs/protocol.md: a HELLO of another version, long enough to be
+        # one, is answered with CAPS; a JOIN with NACK BAD_VERSION.
+        if m[1] == P.MSG['HELLO']:
+            return ['wire/VERSION']
         return ['wire/VERSION', 'incad/CTRL_REFUSED', 'nack/BAD_VERSION']
     return ['wire/' + r]
 

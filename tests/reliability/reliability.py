@@ -618,26 +618,30 @@ def test_isolation():
 
         for k in range(K):
             seq = 1000000 + k
+            # Members carry their incarnation's session token; an attacker
+            # knows at most the job token (an insider of the tenant), which
+            # data and LEAVE/HEARTBEAT never carry: every forged data frame
+            # is a BAD_TOKEN drop, wherever it comes from.
             # From outside both jobs (worker 4, both its addresses).
-            add(4, out_w4, contrib(200, 0, TOK_B, seq), 'incad/NOT_MEMBER_ADDR', sport=b_port)
-            add(4, out_w4b, contrib(200, 1, TOK_B, seq), 'incad/NOT_MEMBER_ADDR')
+            add(4, out_w4, contrib(200, 0, TOK_B, seq), 'core/BAD_TOKEN', sport=b_port)
+            add(4, out_w4b, contrib(200, 1, TOK_B, seq), 'core/BAD_TOKEN')
             add(4, out_w4, contrib(200, 0, 0x12345678, seq), 'core/BAD_TOKEN')
             add(4, out_w4, contrib(100, 0, TOK_B, seq), 'core/BAD_TOKEN')
             # From B rank 0's member address (IP and port): the wrong token,
-            # and rank 1's chunks with the right one.
+            # and rank 1's chunks with the job's.
             add(2, on_b, contrib(200, 0, TOK_A, seq), 'core/BAD_TOKEN', sport=b_port)
-            add(2, on_b, contrib(200, 1, TOK_B, seq), 'incad/NOT_MEMBER_ADDR', sport=b_port)
+            add(2, on_b, contrib(200, 1, TOK_B, seq), 'core/BAD_TOKEN', sport=b_port)
             # From A rank 0's member address: job B's id with A's token, and
             # with B's token (known to an insider), as rank 0 and 1.
             add(0, on_a, contrib(200, 0, TOK_A, seq), 'core/BAD_TOKEN', sport=a_port)
-            add(0, on_a, contrib(200, 0, TOK_B, seq), 'incad/NOT_MEMBER_ADDR', sport=a_port)
-            add(0, on_a, contrib(200, 1, TOK_B, seq), 'incad/NOT_MEMBER_ADDR', sport=a_port)
-            # Control messages against the victims, from worker 4.
-            add(4, out_w4, ctrl_msg('LEAVE', 200, 0, 0x12345678), 'incad/CTRL_BAD_TOKEN')
-            add(4, out_w4, ctrl_msg('HEARTBEAT', 200, 0, TOK_A), 'incad/CTRL_BAD_TOKEN')
-            add(4, out_w4, ctrl_msg('LEAVE', 200, 0, TOK_B), ())
-            add(4, out_w4, ctrl_msg('HEARTBEAT', 200, 1, TOK_B),
-                ('incad/CTRL_REFUSED', 'nack/NOT_MEMBER'))
+            add(0, on_a, contrib(200, 0, TOK_B, seq), 'core/BAD_TOKEN', sport=a_port)
+            add(0, on_a, contrib(200, 1, TOK_B, seq), 'core/BAD_TOKEN', sport=a_port)
+            # Control messages against the victims, from worker 4: never
+            # from a member address, so never answered.
+            add(4, out_w4, ctrl_msg('LEAVE', 200, 0, 0x12345678), 'incad/CTRL_NOT_MEMBER')
+            add(4, out_w4, ctrl_msg('HEARTBEAT', 200, 0, TOK_A), 'incad/CTRL_NOT_MEMBER')
+            add(4, out_w4, ctrl_msg('LEAVE', 200, 0, TOK_B), 'incad/CTRL_NOT_MEMBER')
+            add(4, out_w4, ctrl_msg('HEARTBEAT', 200, 1, TOK_B), 'incad/CTRL_NOT_MEMBER')
             add(4, out_w4b, ctrl_msg('JOIN', 200, 0, TOK_B, join_body()),
                 ('incad/CTRL_REFUSED', 'nack/JOB_FULL'))
             add(4, out_w4, ctrl_msg('JOIN', 200, 1, TOK_A, join_body()),
@@ -758,16 +762,17 @@ def hostile_frames(a, max_elems, rnd, K):
         add('trunc_ctrl_body', uf(ctrl_msg('JOIN', 1, 0, tok, join_body()[:16]), sport=sp),
             'wire/CTRL_LEN')
         add('trunc_data_body', uf(good[:P.HDR_LEN + 100], sport=sp), 'wire/LEN')
-        # Wrong version: a contribution of version 2 and 0 (dropped), a HELLO
-        # of version 2 (answered with NACK BAD_VERSION and incad's CAPS), a
-        # JOIN of version 1 whose range excludes 1 (the same answer).
-        add('version_2', uf(bytes([2]) + good[1:], sport=sp), 'wire/VERSION')
+        # Wrong version: a contribution of the next version and of 0
+        # (dropped), a HELLO of the next version (answered with incad's CAPS),
+        # a JOIN of this version whose range excludes it (NACK BAD_VERSION).
+        nxt = P.VERSION + 1
+        add('version_next', uf(bytes([nxt]) + good[1:], sport=sp), 'wire/VERSION')
         add('version_0', uf(bytes([0]) + good[1:], sport=sp), 'wire/VERSION')
-        hello2 = bytes([2]) + ctrl_msg('HELLO', 0, 0, 0, P.ctrl_pack(ver_min=2, ver_max=2))[1:]
-        add('version_2_hello', uf(hello2, sport=sp), 'wire/VERSION', 'incad/CTRL_REFUSED',
-            'nack/BAD_VERSION')
+        hello2 = bytes([nxt]) + ctrl_msg('HELLO', 0, 0, 0, P.ctrl_pack(ver_min=nxt,
+                                                                       ver_max=nxt))[1:]
+        add('version_next_hello', uf(hello2, sport=sp), 'wire/VERSION')
         add('version_range_join', uf(ctrl_msg('JOIN', 1, 0, tok, P.ctrl_pack(
-            ver_min=2, ver_max=3, nworkers=2)), sport=sp), 'incad/CTRL_REFUSED',
+            ver_min=nxt, ver_max=nxt + 1, nworkers=2)), sport=sp), 'incad/CTRL_REFUSED',
             'nack/BAD_VERSION')
         # Checksums, port, fragments, other protocols.
         add('bad_ip_csum', uf(good, sport=sp, good_csum=False), 'wire/IP_CSUM')

@@ -188,7 +188,9 @@ def check(cap, lua, outs, tmp):
         if (val(p, 'inca.job'), val(p, 'inca.rank'), val(p, 'inca.token')) != (1, 0, TOKEN):
             fail('frame %d: JOIN_ACK not addressed to job 1 rank 0' % i)
 
-    # The chunks: k counts across the collectives, as the worker numbers them.
+    # The chunks: k counts across the collectives, as the worker numbers them;
+    # they carry the session token JOIN_ACK gave.
+    session = val(by_type[P.MSG['JOIN_ACK']][0][1], 'inca.ctrl.session')
     chunk = ack['max_elems']
     k = 0
     for spec in COLLS:
@@ -202,7 +204,7 @@ def check(cap, lua, outs, tmp):
         offs = list(range(0, n, chunk))
         for j, o in enumerate(offs):
             c = min(chunk, n - o)
-            hdr = {'inca.job': 1, 'inca.rank': 0, 'inca.token': TOKEN, 'inca.seq': k,
+            hdr = {'inca.job': 1, 'inca.rank': 0, 'inca.token': session, 'inca.seq': k,
                    'inca.slot': k % POOL, 'inca.flags.set': (k // POOL) % 2,
                    'inca.offset': o, 'inca.count': c, 'inca.dtype': P.DTYPE[d.upper()],
                    'inca.op': P.OP[op.upper()]}
