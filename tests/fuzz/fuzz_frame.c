@@ -270,8 +270,13 @@ model_contribute(struct fuzz_job *fj, const struct inca_msg *m, enum agg_drop *r
 			DROP(CONFLICT);
 		}
 		if (m->dtype != s->dtype || m->op != s->op || m->count != s->count ||
-		    m->offset != s->offset || (m->flags & INCA_F_BFP) != (s->flags & INCA_F_BFP))
-			DROP(MISMATCH);
+		    m->offset != s->offset || (m->flags & INCA_F_BFP) != (s->flags & INCA_F_BFP)) {
+			/* Rule 2: with sequence numbers the chunk fails. */
+			if (!p->seq_check)
+				DROP(MISMATCH);
+			s->state = AGG_SET_FAILED;
+			return AGG_MISMATCH;
+		}
 		if (s->bitmap & bit)
 			DROP(DUPLICATE);
 		/* Exactly once: the rules never let a rank be counted twice. */
@@ -291,6 +296,13 @@ model_contribute(struct fuzz_job *fj, const struct inca_msg *m, enum agg_drop *r
 			   "set completed with ranks 0x%x counted %u times", s->counted,
 			   s->ncounted);
 		return AGG_COMPLETE;
+	case AGG_SET_FAILED:
+		/* Rule 7 (only with sequence numbers). */
+		if (m->seq == s->seq)
+			return AGG_MISMATCH;
+		if (older(m->seq, s->seq))
+			DROP(STALE);
+		return model_start(fj, s, o, m, bit);
 	default:
 		if (p->seq_check && m->seq != s->seq) {
 			if (older(m->seq, s->seq))
