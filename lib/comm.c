@@ -106,10 +106,40 @@ li_now_ns(void)
 /* ---- options ---------------------------------------------------------- */
 
 void
-inca_comm_opts_init(struct inca_comm_opts *o)
+inca_comm_opts_init_sized(struct inca_comm_opts *o, size_t size)
 {
+	if (o == NULL || size < sizeof(o->struct_size))
+		return;
+	if (size > sizeof(*o))
+		size = sizeof(*o);
+	memset(o, 0, size);
+	o->struct_size = (uint32_t)size;
+	/* float_mode is 0 (INCA_FLOAT_AUTO) by the memset. */
+}
+
+/*
+ * The caller's options as this library knows them: the first struct_size
+ * bytes, the rest (fields newer than the caller) zero, i.e. defaults.
+ */
+static int
+opts_import(const struct inca_comm_opts *in, struct inca_comm_opts *o)
+{
+	size_t n;
+
+	if (in == NULL)
+		return INCA_EINVAL;
+	n = in->struct_size;
+	if (n < offsetof(struct inca_comm_opts, op_timeout_ms)) {
+		li_log(INCA_LOG_ERR, "inca_comm_opts.struct_size %zu: initialise the options "
+		       "with inca_comm_opts_init()", n);
+		return INCA_EINVAL;
+	}
+	if (n > sizeof(*o))
+		n = sizeof(*o);
 	memset(o, 0, sizeof(*o));
-	o->float_mode = INCA_FLOAT_AUTO;
+	memcpy(o, in, n);
+	o->struct_size = sizeof(*o);
+	return INCA_OK;
 }
 
 /* Parse an unsigned integer in [0, max] (decimal or 0x hex). */
@@ -153,7 +183,7 @@ inca_comm_opts_from_env(struct inca_comm_opts *o)
 	bool set;
 	unsigned i;
 
-	if (o == NULL)
+	if (o == NULL || o->struct_size < offsetof(struct inca_comm_opts, op_timeout_ms))
 		return INCA_EINVAL;
 	s = getenv("INCA_AGGREGATOR");
 	if (s != NULL && *s != '\0')
@@ -178,8 +208,10 @@ inca_comm_opts_from_env(struct inca_comm_opts *o)
 	ENV_FIELD("INCA_MTU", mtu, UINT16_MAX);
 	ENV_FIELD("INCA_TIMEOUT_MS", timeout_ms, UINT32_MAX);
 	ENV_FIELD("INCA_GIVE_UP_MS", give_up_ms, UINT32_MAX);
-	ENV_FIELD("INCA_OP_TIMEOUT_MS", op_timeout_ms, UINT32_MAX);
 	ENV_FIELD("INCA_PROBE_EVERY", probe_every, UINT32_MAX);
+	/* Fields newer than the caller's structure are not written. */
+	if (o->struct_size >= offsetof(struct inca_comm_opts, op_timeout_ms) + sizeof(uint32_t))
+		ENV_FIELD("INCA_OP_TIMEOUT_MS", op_timeout_ms, UINT32_MAX);
 #undef ENV_FIELD
 
 	/* The first of these that is set wins, so that launchers' own
@@ -521,7 +553,7 @@ li_join(struct inca_comm *c, uint32_t give_up_ms)
 {
 	uint64_t start = li_now_ns();
 	struct inca_ctrl_info ack;
-	unsigned room, elems4, elems2, want;
+	unsigned room, want;
 	uint32_t spent;
 	int ret;
 
@@ -552,23 +584,32 @@ li_join(struct inca_comm *c, uint32_t give_up_ms)
 	if (ack.caps != 0)
 		c->caps = ack.caps;
 	c->pool = ack.pool_size;
-	/* A window beyond what we asked for or beyond the pool would break
-	 * the reuse rule of the shadow sets; smaller is always safe. */
+	/*
+	 * The grants are the job's, the same for every member: the window
+	 * and the chunk geometry are used exactly as granted, never cut to a
+	 * local wish, or the members' streams would diverge. What this host
+	 * cannot carry is an error, not a silent change.
+	 */
 	want = ack.window ? ack.window : ack.pool_size;
-	if (want > ack.pool_size)
-		want = ack.pool_size;
-	if (want > c->o.window)
-		want = c->o.window;
-	if (want > LI_MAX_WINDOW)
-		want = LI_MAX_WINDOW;
+	room = payload_room(c);
+	if (want > ack.pool_size || want > LI_MAX_WINDOW) {
+		li_log(INCA_LOG_ERR, "JOIN_ACK grants window %u over pool %u (at most %u here)",
+		       want, ack.pool_size, LI_MAX_WINDOW);
+		li_leave(c, 0);
+		return INCA_EPROTO;
+	}
+	if ((unsigned)ack.max_elems * 4 > room) {
+		li_log(INCA_LOG_ERR,
+		       "the job's max_elems %u needs %u payload bytes per packet; mtu %u gives %u",
+		       ack.max_elems, ack.max_elems * 4u, c->o.mtu, room);
+		li_leave(c, 0);
+		return INCA_EPROTO;
+	}
 	c->window = want;
-	c->max_elems = ack.max_elems < c->o.max_elems ? ack.max_elems : c->o.max_elems;
+	c->max_elems = ack.max_elems;
 	c->hb_ms = ack.hb_ms;
 	c->evict_ms = ack.evict_ms;
-	room = payload_room(c);
-	elems4 = c->max_elems < room / 4 ? c->max_elems : room / 4;
-	elems2 = c->max_elems < room / 2 ? c->max_elems : room / 2;
-	c->max_payload = elems4 * 4 > elems2 * 2 ? elems4 * 4 : elems2 * 2;
+	c->max_payload = (uint16_t)(c->max_elems * 4u);
 	ret = ring_alloc(c);
 	if (ret < 0) {
 		li_leave(c, 0);
@@ -642,14 +683,18 @@ comm_free(struct inca_comm *c)
 }
 
 int
-inca_comm_create(const struct inca_comm_opts *o, struct inca_comm **out)
+inca_comm_create(const struct inca_comm_opts *in, struct inca_comm **out)
 {
+	struct inca_comm_opts opts, *o = &opts;
 	struct inca_comm *c;
 	int ret;
 
 	if (out == NULL)
 		return INCA_EINVAL;
 	*out = NULL;
+	ret = opts_import(in, o);
+	if (ret < 0)
+		return ret;
 	ret = opts_check(o);
 	if (ret < 0)
 		return ret;
@@ -659,8 +704,10 @@ inca_comm_create(const struct inca_comm_opts *o, struct inca_comm **out)
 	c->o = *o;
 	if (c->o.mtu == 0)
 		c->o.mtu = LI_DEF_MTU;
-	if (c->o.max_elems == 0)
-		c->o.max_elems = payload_room(c) / 4;
+	/* Ask for no more elements than one packet carries: the job's grant
+	 * is used exactly (li_join()). */
+	if (c->o.max_elems == 0 || c->o.max_elems > payload_room(c) / 4)
+		c->o.max_elems = (uint16_t)(payload_room(c) / 4);
 	if (c->o.window == 0) {
 		unsigned w = (LI_DEF_INFLIGHT + c->o.max_elems * 4 - 1) / (c->o.max_elems * 4);
 
@@ -694,26 +741,36 @@ inca_comm_create(const struct inca_comm_opts *o, struct inca_comm **out)
 	}
 	c->footprint += 2 * (size_t)LI_BATCH * c->o.mtu;
 
+	/*
+	 * From here on every outcome goes into the agreement, so that no rank
+	 * is left waiting in it: an unresolvable address is this rank's
+	 * error like a refused JOIN.
+	 */
 	ret = parse_addr(c->agg_str, INCA_UDP_PORT, &c->agg_addr);
 	if (ret == INCA_OK && c->bind_str != NULL)
 		ret = parse_addr(c->bind_str, 0, &c->bind_addr);
-	if (ret == INCA_EINVAL)
-		goto fail;
 	if (ret == INCA_OK)
 		ret = c->tops->open(&c->tp, &c->agg_addr, c->bind_str ? &c->bind_addr : NULL,
 				    (size_t)4 * c->o.window * c->o.mtu + 65536);
 	if (ret == INCA_OK)
 		ret = li_join(c, c->o.give_up_ms);
+	if (li_can_agree(c)) {
+		int agreed = li_agree_membership(c, ret);
+
+		if (agreed < 0 && c->joined)
+			li_leave(c, 0);
+		ret = agreed;
+	}
 	if (ret < 0) {
 		if (c->fb_fn == NULL || ret == INCA_ENOMEM)
 			goto fail;
-		/* Every rank must take the same path at every collective: the
-		 * others may have joined, so this rank agrees with them (at its
-		 * first collective) rather than just using the fallback. */
-		li_log(INCA_LOG_WARN, "job %u rank %u: no aggregator (%s), starting in fallback",
-		       c->o.job, c->o.rank, inca_strerror(ret));
-		c->need_recovery = true;
+		li_log(INCA_LOG_WARN, "job %u rank %u: not on the aggregator (%s), starting in "
+		       "fallback", c->o.job, c->o.rank, inca_strerror(ret));
 		c->in_fallback = true;
+		/* Agreed: every rank starts in the fallback at seq 0. Without an
+		 * agreement the others may have joined, so this rank agrees
+		 * with them at its first collective. */
+		c->need_recovery = !li_can_agree(c);
 	}
 	*out = c;
 	return INCA_OK;
@@ -729,10 +786,13 @@ inca_comm_create_env(const struct inca_comm_opts *base, struct inca_comm **out)
 	struct inca_comm_opts o;
 	int ret;
 
-	if (base != NULL)
-		o = *base;
-	else
+	if (base != NULL) {
+		ret = opts_import(base, &o);
+		if (ret < 0)
+			return ret;
+	} else {
 		inca_comm_opts_init(&o);
+	}
 	ret = inca_comm_opts_from_env(&o);
 	if (ret < 0)
 		return ret;
@@ -745,10 +805,16 @@ inca_comm_destroy(struct inca_comm *c)
 	if (c == NULL)
 		return;
 	li_keepalive_stop(c);
+	if (c->joined && c->tp != NULL)
+		li_close_stream(c);
+	/* With a fallback, a peer may still recover its last collective
+	 * through it: every rank answers before it goes (li_teardown()).
+	 * A failed communicator's peers are in an unknown state: no round. */
+	if (c->fb_fn != NULL && !c->failed && !li_aborted(c))
+		(void)li_teardown(c);
 	if (c->joined && c->tp != NULL) {
 		uint32_t wait = 4 * c->o.timeout_ms;
 
-		li_close_stream(c);
 		li_leave(c, wait < c->o.give_up_ms ? wait : c->o.give_up_ms);
 	}
 	comm_free(c);
@@ -779,27 +845,34 @@ inca_comm_set_fallback(struct inca_comm *c, inca_fallback_fn *fn, void *ctx)
 }
 
 void
-inca_comm_stats(const struct inca_comm *c, struct inca_stats *st)
+inca_comm_stats_sized(const struct inca_comm *c, struct inca_stats *st, size_t size)
 {
+	struct inca_stats s;
+
 	if (c == NULL || st == NULL)
 		return;
-	*st = c->st;
-	st->heartbeats += __atomic_load_n(&c->ka_sent, __ATOMIC_RELAXED);
+	s = c->st;
+	s.heartbeats += __atomic_load_n(&c->ka_sent, __ATOMIC_RELAXED);
+	memcpy(st, &s, size < sizeof(s) ? size : sizeof(s));
 }
 
 void
-inca_comm_info(const struct inca_comm *c, struct inca_comm_info *info)
+inca_comm_info_sized(const struct inca_comm *c, struct inca_comm_info *info, size_t size)
 {
+	struct inca_comm_info i;
+
 	if (c == NULL || info == NULL)
 		return;
-	memset(info, 0, sizeof(*info));
-	info->in_fallback = c->in_fallback;
-	info->float_native = c->float_native;
-	info->window = c->window;
-	info->pool_size = c->pool;
-	info->max_elems = c->max_elems;
-	info->caps = c->caps;
-	info->hb_ms = c->hb_ms;
-	info->evict_ms = c->evict_ms;
-	info->footprint = c->footprint;
+	memset(&i, 0, sizeof(i));
+	i.in_fallback = c->in_fallback;
+	i.float_native = c->float_native;
+	i.window = c->window;
+	i.pool_size = c->pool;
+	i.max_elems = c->max_elems;
+	i.caps = c->caps;
+	i.hb_ms = c->hb_ms;
+	i.evict_ms = c->evict_ms;
+	i.footprint = c->footprint;
+	i.session = li_session(c);
+	memcpy(info, &i, size < sizeof(i) ? size : sizeof(i));
 }

@@ -27,9 +27,19 @@
  *     (li_fb_run). All ranks agree on F and issue identical collectives, so
  *     their calls match.
  *
+ * Teardown shares round 1 with recovery: a rank that destroys its
+ * communicator runs round 1 saying "I have every result"; when every rank
+ * says so, nothing else happens. When one rank is still recovering its
+ * last collective (it lost a result while its peers finished), the peers
+ * answer rounds 2 and 3 from their rings and then run round 1 again, which
+ * the recovered rank matches with its own teardown: the same sequence of
+ * calls on every rank, so teardown cannot deadlock against recovery.
+ *
  * Every probe_every collectives run wholly by the fallback, the ranks try
- * the aggregator again: HELLO, agree (MIN) that all reached it, LEAVE and
- * JOIN (sequence numbers restart at 0), agree that all joined.
+ * the aggregator again: HELLO, agree that all reached it, LEAVE, agree
+ * that all left (a JOIN before another rank's LEAVE would join the
+ * incarnation that LEAVE ends), JOIN (sequence numbers restart at 0),
+ * agree that all joined the same incarnation with the same grants.
  */
 
 #include <limits.h>
@@ -93,22 +103,28 @@ have_result(struct inca_comm *c, uint64_t k)
 	return e->seq == k && e->state == LI_CH_DONE;
 }
 
-int
-li_recover(struct inca_comm *c)
+/*
+ * Recovery (teardown false) or one teardown round (true). Returns INCA_OK,
+ * 1 when, in a teardown round, nobody was recovering, or an error.
+ */
+static int
+recover(struct inca_comm *c, bool teardown)
 {
 	bool stream = c->ring != NULL && c->joined;
 	uint32_t base32 = (uint32_t)c->base, lo32, min1, max1;
 	uint32_t w = stream ? c->window : 0, pw = stream ? (c->max_payload + 3) / 4 : 0;
-	int32_t v[5];
+	int32_t v[6];
 	int32_t *owners = NULL, *buf = NULL;
 	uint64_t lo, f, k;
 	size_t stride, i, n;
 	int ret;
 
-	c->st.recoveries++;
-	li_ka_allow(c, 0);
-	li_log(INCA_LOG_WARN, "job %u rank %u: switching to the fallback at chunk %llu",
-	       c->o.job, c->o.rank, (unsigned long long)c->base);
+	if (!teardown) {
+		c->st.recoveries++;
+		li_ka_allow(c, 0);
+		li_log(INCA_LOG_WARN, "job %u rank %u: switching to the fallback at chunk %llu",
+		       c->o.job, c->o.rank, (unsigned long long)c->base);
+	}
 	if (!stream)
 		c->base = 0;
 
@@ -120,9 +136,15 @@ li_recover(struct inca_comm *c)
 	v[2] = omap(base32 + 0x80000000u);
 	v[3] = -(int32_t)w;
 	v[4] = -(int32_t)pw;
-	ret = li_fb_call(c, v, v, 5, INCA_DTYPE_INT32, INCA_OP_MIN);
+	v[5] = teardown;
+	ret = li_fb_call(c, v, v, 6, INCA_DTYPE_INT32, INCA_OP_MIN);
 	if (ret < 0)
 		return ret;
+	if (v[5] == 1)
+		return 1;
+	if (teardown)
+		li_log(INCA_LOG_INFO, "job %u rank %u: teardown: a peer recovers its last results",
+		       c->o.job, c->o.rank);
 	min1 = ounmap(v[0]);
 	max1 = ounmap(~v[1]);
 	lo32 = max1 - min1 < 0x80000000u ? min1 : ounmap(v[2]) - 0x80000000u;
@@ -194,16 +216,44 @@ li_recover(struct inca_comm *c)
 		}
 		li_deliver_ready(c);
 	}
+	if (teardown)
+		goto out_ok;
 	c->in_fallback = true;
 	c->need_recovery = false;
 	c->fb_from = f;
 	li_log(INCA_LOG_INFO, "job %u rank %u: fallback from chunk %llu (lowest base %llu)",
 	       c->o.job, c->o.rank, (unsigned long long)f, (unsigned long long)lo);
+out_ok:
 	ret = INCA_OK;
 out:
 	free(owners);
 	free(buf);
 	return ret;
+}
+
+int
+li_recover(struct inca_comm *c)
+{
+	return recover(c, false);
+}
+
+int
+li_teardown(struct inca_comm *c)
+{
+	unsigned rounds;
+	int ret;
+
+	/* Each round either ends it or completes at least one peer's
+	 * recovery; a peer recovers once per collective, and its next call
+	 * is its own teardown. */
+	for (rounds = 0; rounds <= c->o.size; rounds++) {
+		ret = recover(c, true);
+		if (ret != INCA_OK)
+			return ret < 0 ? ret : INCA_OK;
+	}
+	li_log(INCA_LOG_ERR, "job %u rank %u: teardown: peers keep recovering", c->o.job,
+	       c->o.rank);
+	return INCA_EPROTO;
 }
 
 /* Are the request's wire dtype and op available on the aggregator? */
@@ -222,9 +272,9 @@ static int
 probe(struct inca_comm *c)
 {
 	uint32_t wait = 8 * c->o.timeout_ms;
+	uint32_t ok, mn, mx;
 	uint64_t saved_seq;
 	struct li_req *q;
-	int32_t ok;
 	int ret;
 
 	if (wait < 100)
@@ -236,38 +286,40 @@ probe(struct inca_comm *c)
 		(void)c->tops->open(&c->tp, &c->agg_addr, c->o.bind ? &c->bind_addr : NULL,
 				    (size_t)4 * c->o.window * c->o.mtu + 65536);
 	ok = c->tp != NULL && li_hello(c, wait) == INCA_OK;
-	ret = li_fb_call(c, &ok, &ok, 1, INCA_DTYPE_INT32, INCA_OP_MIN);
+	ret = li_agree_minmax(c, &ok, 1, &mn, &mx);
 	if (ret < 0)
 		return ret;
-	if (!ok)
+	if (!mn)
 		return 0;
 
-	/* LEAVE first: it resets the job's sets, which may hold state of the
-	 * abandoned stream that a restarted seq 0 would collide with. */
+	/* LEAVE first: it ends the incarnation whose sets may hold state of
+	 * the abandoned stream. Every rank leaves before any joins. */
 	saved_seq = c->next_seq;
 	li_leave(c, wait);
+	ok = 1;
+	ret = li_agree_minmax(c, &ok, 1, &mn, &mx);
+	if (ret < 0)
+		return ret;
 	ret = li_join(c, c->o.give_up_ms);
-	ok = ret == INCA_OK;
-	if (ok) {
+	if (ret == INCA_OK) {
 		c->in_fallback = false;
 		for (q = c->head; q != NULL; q = q->next) {
 			li_req_layout(c, q);
-			ok &= supported(c, q);
+			if (!supported(c, q))
+				ret = INCA_ENOTSUP;
 		}
 		c->in_fallback = true;
 	}
-	ret = li_fb_call(c, &ok, &ok, 1, INCA_DTYPE_INT32, INCA_OP_MIN);
-	if (ret < 0)
-		return ret;
-	if (!ok) {
+	ret = li_agree_membership(c, ret);
+	if (ret < 0) {
 		if (c->joined)
 			li_leave(c, 0);
-		/* Still in the fallback: keep numbering collectives as before,
-		 * since fb_from is a seq of the old numbering. */
+		/* A failed oob is the caller's error; anything else leaves
+		 * every rank in the fallback. Keep numbering collectives as
+		 * before: fb_from is a seq of the old numbering. */
 		c->next_seq = saved_seq;
-		return 0;
+		return ret == INCA_EFALLBACK || ret == INCA_ENOMEM ? ret : 0;
 	}
-
 	/* Back on the aggregator: the stream restarts at seq 0 with the
 	 * requests not yet run, in issue order. */
 	c->in_fallback = false;

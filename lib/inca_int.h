@@ -293,6 +293,13 @@ void li_close_stream(struct inca_comm *c);
 /* keepalive.c */
 void li_keepalive_stop(struct inca_comm *c);
 
+/* agree.c: agreements across ranks over opts.oob or the fallback */
+bool li_can_agree(const struct inca_comm *c);
+int li_agree_minmax(struct inca_comm *c, const uint32_t *v, unsigned n, uint32_t *mn,
+		    uint32_t *mx);
+int li_agree_membership(struct inca_comm *c, int local);
+
+
 static inline void
 li_set_last_tx(struct inca_comm *c, uint64_t now)
 {
@@ -325,6 +332,7 @@ li_ka_allow(struct inca_comm *c, int on)
 
 /* fallback.c */
 int li_recover(struct inca_comm *c);
+int li_teardown(struct inca_comm *c);
 int li_fb_run(struct inca_comm *c, struct li_req *r);
 int li_fb_call(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t count,
 	       unsigned dtype, unsigned op);

@@ -284,6 +284,20 @@ im_fallback(void *ctx, const struct inca_fallback_args *a)
 	return 0;
 }
 
+/* libinca's out-of-band allgather for its all-or-none agreements: PMPI
+ * on the same private communicator. */
+static int
+im_oob(void *ctx, const void *sendbuf, void *recvbuf, size_t bytes)
+{
+	(void)ctx;
+	if (bytes > INT_MAX)
+		return -EINVAL;
+	if (PMPI_Allgather(sendbuf, (int)bytes, MPI_BYTE, recvbuf, (int)bytes, MPI_BYTE,
+			   im.fb_comm) != MPI_SUCCESS)
+		return -EIO;
+	return 0;
+}
+
 /* ---- set-up and tear-down ----------------------------------------------- */
 
 static void
@@ -292,7 +306,7 @@ im_setup(void)
 	struct inca_comm_opts o;
 	struct inca_comm_info info;
 	unsigned long long v;
-	int agree[3], ret;
+	int agree[1], ret;
 
 	PMPI_Comm_rank(MPI_COMM_WORLD, &im.rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &im.size);
@@ -334,42 +348,35 @@ im_setup(void)
 	if (o.bind != NULL && *o.bind == '\0')
 		o.bind = NULL;
 	o.fallback = im_fallback;
+	o.oob = im_oob;
 	ret = inca_comm_create(&o, &im.comm);
 	if (ret < 0)
 		im_log(INCA_LOG_ERR, "inca_comm_create: %s", inca_strerror(ret));
 
 	/*
-	 * All ranks must take the same path. With the fallback registered,
-	 * creation fails only on bad options or memory, and a communicator
-	 * that could not join starts in fallback mode. All joined: INCA. None
-	 * joined: libinca's fallback mode, which probes the aggregator again
-	 * later and rejoins. Some joined: the joined ones would wait on the
-	 * aggregator for contributions that never come while the others wait
-	 * in the fallback, so every rank gives up INCA for this run.
+	 * libinca agrees across the ranks (all or none) inside
+	 * inca_comm_create(): every rank is on the aggregator, or every rank
+	 * is in its fallback mode. Only invalid options or memory fail
+	 * creation before that agreement, on some ranks: then nobody uses
+	 * INCA for this run.
 	 */
 	agree[0] = ret == INCA_OK;
-	agree[1] = 0;
-	if (ret == INCA_OK) {
-		inca_comm_info(im.comm, &info);
-		agree[1] = !info.in_fallback;
-	}
-	agree[2] = -agree[1];
-	PMPI_Allreduce(MPI_IN_PLACE, agree, 3, MPI_INT, MPI_MIN, im.fb_comm);
-	if (!agree[0] || (agree[1] == 0 && agree[2] == -1)) {
-		if (im.rank == 0 && agree[0])
-			im_log(INCA_LOG_WARN, "only some ranks joined job %u: using PMPI",
-			       im.conf.job);
-		else if (im.rank == 0)
+	PMPI_Allreduce(MPI_IN_PLACE, agree, 1, MPI_INT, MPI_MIN, im.fb_comm);
+	if (!agree[0]) {
+		if (im.rank == 0)
 			im_log(INCA_LOG_WARN, "a rank has no INCA communicator: using PMPI");
+		/* Not every rank has one to tear down: no teardown round. */
+		inca_comm_set_fallback(im.comm, NULL, NULL);
 		inca_comm_destroy(im.comm);
 		im.comm = NULL;
 		PMPI_Comm_free(&im.fb_comm);
 		return;
 	}
+	inca_comm_info(im.comm, &info);
 	if (im.rank == 0)
 		im_log(INCA_LOG_INFO, "job %u, %d ranks, aggregator %s: %s", im.conf.job,
 		       im.size, im.conf.aggregator,
-		       agree[1] ? "joined" : "not reachable, using the fallback");
+		       !info.in_fallback ? "joined" : "not on the aggregator, using the fallback");
 	im.enabled = true;
 	/* libinca sends only from inside its calls: a rank computing longer
 	 * than the aggregator's evict_ms between collectives would be evicted
@@ -442,9 +449,10 @@ im_teardown(void)
 	for (x = im.ireqs; x != NULL; x = x->next)
 		ireq_drive(x, true);
 	pthread_mutex_unlock(&im.lock);
-	/* A rank that leaves resets the job's sets on the aggregator: nobody
-	 * may leave while another rank still waits for a result. */
-	PMPI_Barrier(im.fb_comm);
+	/* No barrier of our own here: a rank that lost its last result may
+	 * still be recovering it through the fallback, and a barrier would
+	 * not match that. inca_comm_destroy() closes the stream and runs the
+	 * teardown round, which serves such a rank before anyone leaves. */
 	print_stats();
 	inca_comm_destroy(im.comm);
 	im.comm = NULL;

@@ -38,13 +38,19 @@ class FallbackArgs(ctypes.Structure):
 
 # typedef int inca_fallback_fn(void *ctx, const struct inca_fallback_args *a);
 FALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(FallbackArgs))
+# typedef int inca_oob_allgather_fn(void *ctx, const void *sendbuf, void *recvbuf,
+#                                   size_t bytes);
+OOB_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                          ctypes.c_size_t)
 # typedef void inca_log_fn(void *ctx, int level, const char *msg);
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
 
 
 class CommOpts(ctypes.Structure):
-    """struct inca_comm_opts"""
+    """struct inca_comm_opts (libinca reads the first struct_size bytes, so
+    a library with more fields still works with this mirror)"""
     _fields_ = [
+        ('struct_size', ctypes.c_uint32),
         ('aggregator', ctypes.c_char_p),
         ('bind', ctypes.c_char_p),
         ('job', ctypes.c_uint16),
@@ -61,12 +67,15 @@ class CommOpts(ctypes.Structure):
         ('probe_every', ctypes.c_uint32),
         ('fallback', FALLBACK_FN),
         ('fallback_ctx', ctypes.c_void_p),
+        ('op_timeout_ms', ctypes.c_uint32),
+        ('oob', OOB_FN),
+        ('oob_ctx', ctypes.c_void_p),
     ]
 
 
 # Numeric job parameters that rank 0 reads from INCA_* and every rank uses.
 JOB_FIELDS = ('job', 'token', 'window', 'pool_size', 'max_elems', 'mtu', 'timeout_ms',
-              'give_up_ms', 'float_mode', 'probe_every')
+              'give_up_ms', 'float_mode', 'probe_every', 'op_timeout_ms')
 
 
 class CommInfo(ctypes.Structure):
@@ -81,6 +90,7 @@ class CommInfo(ctypes.Structure):
         ('hb_ms', ctypes.c_uint32),
         ('evict_ms', ctypes.c_uint32),
         ('footprint', ctypes.c_size_t),
+        ('session', ctypes.c_uint32),
     ]
 
 
@@ -116,7 +126,7 @@ def load(path=None):
         'inca_version_string': (ctypes.c_char_p, []),
         'inca_strerror': (ctypes.c_char_p, [ctypes.c_int]),
         'inca_set_log_fn': (None, [LOG_FN, ctypes.c_void_p, ctypes.c_int]),
-        'inca_comm_opts_init': (None, [ctypes.POINTER(CommOpts)]),
+        'inca_comm_opts_init_sized': (None, [ctypes.POINTER(CommOpts), ctypes.c_size_t]),
         'inca_comm_opts_from_env': (ctypes.c_int, [ctypes.POINTER(CommOpts)]),
         'inca_comm_create': (ctypes.c_int, [ctypes.POINTER(CommOpts), c_void_pp]),
         'inca_comm_destroy': (None, [ctypes.c_void_p]),
@@ -130,15 +140,29 @@ def load(path=None):
         'inca_wait': (ctypes.c_int, [c_void_pp]),
         'inca_comm_progress': (ctypes.c_int, [ctypes.c_void_p]),
         'inca_comm_keepalive': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
-        'inca_comm_stats': (None, [ctypes.c_void_p, ctypes.c_void_p]),
+        'inca_comm_stats_sized': (None, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]),
         'inca_stats_name': (ctypes.c_char_p, [ctypes.c_uint]),
-        'inca_comm_info': (None, [ctypes.c_void_p, ctypes.POINTER(CommInfo)]),
+        'inca_comm_info_sized': (None, [ctypes.c_void_p, ctypes.POINTER(CommInfo),
+                                        ctypes.c_size_t]),
     }
     for name, (res, args) in sig.items():
         f = getattr(lib, name)
         f.restype = res
         f.argtypes = args
     return lib
+
+
+def opts_init(lib):
+    """A CommOpts with libinca's defaults (struct_size set)."""
+    o = CommOpts()
+    lib.inca_comm_opts_init_sized(ctypes.byref(o), ctypes.sizeof(o))
+    return o
+
+
+def comm_info(lib, comm):
+    info = CommInfo()
+    lib.inca_comm_info_sized(comm, ctypes.byref(info), ctypes.sizeof(info))
+    return info
 
 
 def strerror(lib, err):

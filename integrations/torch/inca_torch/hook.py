@@ -24,9 +24,11 @@ ranks could order their collectives differently.
 
 import collections
 import ctypes
+import datetime
 import logging
 import os
 import threading
+import time
 
 import torch
 import torch.distributed as dist
@@ -146,8 +148,7 @@ class IncaState:
             log.info('INCA_AGGREGATOR is not set: gradients go through gloo')
             return None
         lib = library(lib_path)
-        o = L.CommOpts()
-        lib.inca_comm_opts_init(ctypes.byref(o))
+        o = L.opts_init(lib)
         ret = lib.inca_comm_opts_from_env(ctypes.byref(o))
         if ret != L.OK:
             log.error('bad INCA_* variable (%s): gradients go through gloo',
@@ -158,52 +159,55 @@ class IncaState:
             return None
         conf = {f: getattr(o, f) for f in L.JOB_FIELDS}
         conf['aggregator'] = o.aggregator.decode()
+        # Keys of this state's agreements in torch's store.
+        conf['oob_prefix'] = 'inca/%d/%d.%d' % (o.job, os.getpid(), time.monotonic_ns())
         return conf
 
     def _create(self, conf):
         lib = self.lib
-        o = L.CommOpts()
-        lib.inca_comm_opts_init(ctypes.byref(o))
+        o = L.opts_init(lib)
         for f in L.JOB_FIELDS:
             setattr(o, f, conf[f])
         # Kept referenced: libinca copies the strings, ctypes needs the
-        # callback object alive as long as the communicator.
+        # callback objects alive as long as the communicator.
         self._agg = conf['aggregator'].encode()
         self._bind = os.environ.get('INCA_BIND', '').encode() or None
         self._fb = L.FALLBACK_FN(self._fallback)
+        self._oob_fn = L.OOB_FN(self._oob)
+        self._oob_prefix = conf['oob_prefix']
+        self._oob_seq = 0
+        self._store = dist.distributed_c10d._get_default_store()
         o.aggregator = self._agg
         o.bind = self._bind
         o.rank = self.rank
         o.size = self.size
         o.fallback = self._fb
+        o.oob = self._oob_fn
         comm = ctypes.c_void_p()
+        # libinca agrees across the ranks inside creation (all or none,
+        # through torch's store): every rank is on the aggregator or every
+        # rank is in its fallback mode. Only invalid options or memory fail
+        # before that agreement: then nobody uses INCA.
         ret = lib.inca_comm_create(ctypes.byref(o), ctypes.byref(comm))
         if ret != L.OK:
             log.error('rank %d: inca_comm_create: %s', self.rank, L.strerror(lib, ret))
             comm = ctypes.c_void_p()
-        joined = 0
-        if ret == L.OK:
-            joined = int(not self._info(comm).in_fallback)
-        # Every rank takes the same path. None joined: libinca's fallback
-        # mode (it probes the aggregator later and rejoins). Some joined:
-        # those would wait on the aggregator for the others forever, so
-        # everyone gives INCA up for this run.
-        agree = torch.tensor([int(ret == L.OK), joined, -joined], dtype=torch.int32)
-        dist.all_reduce(agree, op=dist.ReduceOp.MIN, group=self.group)
-        created, all_joined, none_joined = agree[0].item(), agree[1].item(), agree[2].item() == 0
-        if not created or (not all_joined and not none_joined):
+        created = torch.tensor([int(ret == L.OK)], dtype=torch.int32)
+        dist.all_reduce(created, op=dist.ReduceOp.MIN, group=self.group)
+        if not created.item():
             if self.rank == 0:
-                log.warning('job %d: %s: gradients go through gloo', self.job,
-                            'a rank could not create its communicator' if not created
-                            else 'only some ranks joined')
+                log.warning('job %d: a rank could not create its communicator: '
+                            'gradients go through gloo', self.job)
             if comm.value:
+                # Not every rank has one to tear down: no teardown round.
+                lib.inca_comm_set_fallback(comm, L.FALLBACK_FN(), None)
                 lib.inca_comm_destroy(comm)
             return
         self.comm = comm
         if self.rank == 0:
             log.info('job %d, %d ranks, aggregator %s: %s', self.job, self.size,
-                     conf['aggregator'],
-                     'joined' if all_joined else 'not reachable, using the fallback')
+                     conf['aggregator'], 'joined' if not self._info(comm).in_fallback
+                     else 'not on the aggregator, using the fallback')
         if _env_int('INCA_TORCH_KEEPALIVE', 1, 0, 1):
             ret = lib.inca_comm_keepalive(comm, 1)
             if ret != L.OK:
@@ -217,9 +221,27 @@ class IncaState:
         self._thread.start()
 
     def _info(self, comm):
-        info = L.CommInfo()
-        self.lib.inca_comm_info(comm, ctypes.byref(info))
-        return info
+        return L.comm_info(self.lib, comm)
+
+    # ---- the out-of-band allgather: torch's store -------------------------
+
+    def _oob(self, ctx, sendbuf, recvbuf, nbytes):
+        # Bounded by the store's wait; an exception must not cross ctypes.
+        try:
+            self._oob_seq += 1
+            keys = ['%s/%d/%d' % (self._oob_prefix, self._oob_seq, r) for r in range(self.size)]
+            self._store.set(keys[self.rank], ctypes.string_at(sendbuf, nbytes))
+            self._store.wait(keys, datetime.timedelta(
+                milliseconds=_env_int('INCA_TORCH_OOB_TIMEOUT_MS', 60000, 1, 1 << 31)))
+            for r, k in enumerate(keys):
+                data = self._store.get(k)
+                if len(data) != nbytes:
+                    return -71
+                ctypes.memmove(recvbuf + r * nbytes, data, nbytes)
+            return 0
+        except BaseException:
+            log.exception('rank %d: out-of-band allgather through the store failed', self.rank)
+            return -5
 
     # ---- the fallback (runs on the worker thread) -------------------------
 
@@ -339,7 +361,7 @@ class IncaState:
         names = L.stats_names(self.lib)
         raw = (ctypes.c_uint64 * (len(names) + 64))()
         with self._lock:
-            self.lib.inca_comm_stats(self.comm, raw)
+            self.lib.inca_comm_stats_sized(self.comm, raw, ctypes.sizeof(raw))
             info = self._info(self.comm)
         out.update({n: raw[i] for i, n in enumerate(names)})
         out['in_fallback'] = info.in_fallback
@@ -358,9 +380,9 @@ class IncaState:
             self._thread.join()
             self._thread = None
         if self.comm is not None:
-            # Leaving resets the job's sets on the aggregator: nobody may
-            # leave while another rank still waits for a result.
-            dist.barrier(group=self.group)
+            # No barrier of our own: a rank that lost its last result may
+            # still recover it through gloo; inca_comm_destroy()'s teardown
+            # round serves it before anyone leaves the job.
             with self._lock:
                 self.lib.inca_comm_destroy(self.comm)
             self.comm = None

@@ -49,7 +49,7 @@ extern "C" {
 
 /** Version of the library these headers belong to. */
 #define INCA_VERSION_MAJOR 0
-#define INCA_VERSION_MINOR 2
+#define INCA_VERSION_MINOR 3
 #define INCA_VERSION_PATCH 0
 /** Version as one comparable number: 0xMMmmpp. */
 #define INCA_VERSION_NUM \
@@ -146,8 +146,28 @@ struct inca_fallback_args {
  */
 typedef int inca_fallback_fn(void *ctx, const struct inca_fallback_args *a);
 
-/** Options of a communicator; initialise with inca_comm_opts_init(). */
+/**
+ * An out-of-band allgather across the communicator's ranks, in the style of
+ * UCC's oob: every rank passes @p bytes bytes at @p sendbuf and receives
+ * size * @p bytes bytes at @p recvbuf, rank i's block at offset i * @p bytes.
+ * Returns 0 or a negative value. It must return (with an error) within a
+ * bound of its own when a rank does not come: the library's agreements
+ * wait no longer than it does. Called from the thread that called into the
+ * communicator; every rank makes the same sequence of calls.
+ * Ready-made ones: inca_tcp_group_allgather() below, the MPI interposer's
+ * (MPI_Allgather) and the PyTorch integration's (torch's store).
+ */
+typedef int inca_oob_allgather_fn(void *ctx, const void *sendbuf, void *recvbuf, size_t bytes);
+
+/**
+ * Options of a communicator; initialise with inca_comm_opts_init(), which
+ * records the size the caller was compiled with in @c struct_size: a
+ * library with more fields gives the ones a caller does not know their
+ * defaults.
+ */
 struct inca_comm_opts {
+	/** sizeof(struct inca_comm_opts) as the caller knows it. */
+	uint32_t struct_size;
 	/** Aggregator "IPv4[:port]" or "host[:port]" (port 18766 if omitted). */
 	const char *aggregator;
 	/** Local "IPv4[:port]" to send from (NULL: any address, any port). */
@@ -203,13 +223,26 @@ struct inca_comm_opts {
 	 * fallback's to bound.
 	 */
 	uint32_t op_timeout_ms;
+	/**
+	 * Out-of-band allgather for the all-or-none agreements: at creation
+	 * (did every rank join, with the same session and grants?) and when
+	 * returning from the fallback. NULL: the fallback function serves as
+	 * one (an int32 sum); with neither, creation is each rank's own and a
+	 * partial join ends in op_timeout_ms (docs/libinca.md, "Failures").
+	 */
+	inca_oob_allgather_fn *oob;
+	/** Context passed to @c oob. */
+	void *oob_ctx;
 };
 
 /**
- * Fill @p o with the defaults (every numeric field 0 means "default").
- * Thread-safe.
+ * Fill the first @p size bytes of @p o with the defaults (every numeric
+ * field 0 means "default") and set o->struct_size = @p size. Use the macro
+ * inca_comm_opts_init(); bindings from other languages pass their
+ * structure's size. Thread-safe.
  */
-INCA_API void inca_comm_opts_init(struct inca_comm_opts *o);
+INCA_API void inca_comm_opts_init_sized(struct inca_comm_opts *o, size_t size);
+#define inca_comm_opts_init(o) inca_comm_opts_init_sized((o), sizeof(*(o)))
 
 /**
  * Override fields of @p o from the environment: INCA_AGGREGATOR, INCA_BIND,
@@ -231,10 +264,15 @@ struct inca_request;
 
 /**
  * Create a communicator and join the job: HELLO (capabilities), then JOIN,
- * each retried with backoff until give_up_ms. On success *out is set.
- * Without a fallback in @p o, a NACK gives INCA_EREFUSED and silence
- * INCA_ETIMEDOUT; with one, both give INCA_OK and a communicator in
- * fallback mode. Thread-safe (creates independent state).
+ * each retried with backoff until give_up_ms; then, with an oob allgather
+ * or a fallback in @p o, every rank agrees on the outcome (all or none):
+ * the job is used only when every rank joined the same incarnation
+ * (session) with the same grants and float mode. Otherwise every rank
+ * leaves and, with a fallback, every rank gets INCA_OK and a communicator
+ * in fallback mode; without one, every rank gets the same error (the
+ * lowest of the ranks' errors; INCA_EPROTO when all joined but disagree).
+ * Invalid options (INCA_EINVAL) return at once, before any agreement.
+ * Thread-safe (creates independent state).
  */
 INCA_API int inca_comm_create(const struct inca_comm_opts *o, struct inca_comm **out);
 
@@ -380,8 +418,14 @@ struct inca_stats {
 	uint64_t nack_reasons[INCA_NACK_MAX_];
 };
 
-/** Copy the communicator's counters into @p st. Not thread-safe with other calls on @p c. */
-INCA_API void inca_comm_stats(const struct inca_comm *c, struct inca_stats *st);
+/**
+ * Copy the communicator's counters into the first @p size bytes of @p st
+ * (use the macro inca_comm_stats(); a caller compiled with fewer counters
+ * gets those it knows). Not thread-safe with other calls on @p c.
+ */
+INCA_API void inca_comm_stats_sized(const struct inca_comm *c, struct inca_stats *st,
+				    size_t size);
+#define inca_comm_stats(c, st) inca_comm_stats_sized((c), (st), sizeof(*(st)))
 
 /** Name of the counter at index @p i of INCA_STATS_FIELDS, NULL past the end. Thread-safe. */
 INCA_API const char *inca_stats_name(unsigned i);
@@ -397,10 +441,48 @@ struct inca_comm_info {
 	uint32_t hb_ms;        /**< heartbeat interval the aggregator wants */
 	uint32_t evict_ms;     /**< silence after which the aggregator evicts */
 	size_t footprint;      /**< bytes the communicator allocated */
+	uint32_t session;      /**< session token of the incarnation joined (0: none) */
 };
 
-/** Fill @p info. Not thread-safe with other calls on @p c. */
-INCA_API void inca_comm_info(const struct inca_comm *c, struct inca_comm_info *info);
+/**
+ * Fill the first @p size bytes of @p info (use the macro inca_comm_info()).
+ * Not thread-safe with other calls on @p c.
+ */
+INCA_API void inca_comm_info_sized(const struct inca_comm *c, struct inca_comm_info *info,
+				   size_t size);
+#define inca_comm_info(c, info) inca_comm_info_sized((c), (info), sizeof(*(info)))
+
+/**
+ * A group of processes that meet at a TCP rendezvous: the ready-made
+ * out-of-band allgather (and a host allreduce for the fallback) for jobs
+ * without MPI or torch. Rank 0 listens on @p addr ("IPv4:port"), the
+ * others connect to it; every exchange goes through rank 0. Every wait is
+ * bounded by @p timeout_ms (0: 30000): creation when a rank does not come,
+ * an exchange when a rank stops or dies (its connection closes: the others
+ * fail at once). After a failed exchange the group is broken: every later
+ * call fails too. Thread-safe as long as one thread uses a group at a time.
+ */
+struct inca_tcp_group;
+
+/** Connect (or, as rank 0, accept) the group. */
+INCA_API int inca_tcp_group_create(const char *addr, unsigned rank, unsigned size,
+				   uint32_t timeout_ms, struct inca_tcp_group **out);
+
+/** Close the group's connections and free it. NULL is fine. */
+INCA_API void inca_tcp_group_destroy(struct inca_tcp_group *g);
+
+/** An inca_oob_allgather_fn: @p ctx is the struct inca_tcp_group. */
+INCA_API int inca_tcp_group_allgather(void *ctx, const void *sendbuf, void *recvbuf,
+				      size_t bytes);
+
+/**
+ * An inca_fallback_fn: @p ctx is the struct inca_tcp_group. An allgather
+ * of every rank's input, reduced in rank order on every rank (fp16 and
+ * bf16 through fp32, rounded once), so all ranks get bit-identical
+ * results. Its traffic is size x the message through rank 0: meant for
+ * the fallback of small jobs and tests, not as a fast allreduce.
+ */
+INCA_API int inca_tcp_group_allreduce(void *ctx, const struct inca_fallback_args *a);
 
 /**
  * Bound on the absolute error of one element of a block-fixed-point sum of
