@@ -16,6 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stddef.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
 #include <inca/inca.h>
 
 START_TEST(test_version)
@@ -25,6 +30,18 @@ START_TEST(test_version)
 	snprintf(want, sizeof(want), "%d.%d.%d", INCA_VERSION_MAJOR, INCA_VERSION_MINOR,
 		 INCA_VERSION_PATCH);
 	ck_assert_str_eq(inca_version_string(), want);
+	{
+		/* The shared library users load, not only the static one this
+		 * test links: its version must be these headers'. */
+		void *h = dlopen(LIBINCA_SO, RTLD_NOW | RTLD_LOCAL);
+		const char *(*ver)(void);
+
+		ck_assert_msg(h != NULL, "dlopen: %s", dlerror());
+		*(void **)&ver = dlsym(h, "inca_version_string");
+		ck_assert_ptr_nonnull(ver);
+		ck_assert_str_eq(ver(), want);
+		dlclose(h);
+	}
 	ck_assert_int_eq(INCA_VERSION_NUM, (INCA_VERSION_MAJOR << 16) |
 						   (INCA_VERSION_MINOR << 8) | INCA_VERSION_PATCH);
 }
@@ -242,6 +259,11 @@ START_TEST(test_exports)
 	ck_assert_ptr_nonnull(dlsym(h, "inca_allreduce"));
 	ck_assert_ptr_nonnull(dlsym(h, "inca_comm_create"));
 	ck_assert_ptr_nonnull(dlsym(h, "inca_msg_decode"));
+	ck_assert_ptr_nonnull(dlsym(h, "inca_comm_opts_init_sized"));
+	ck_assert_ptr_nonnull(dlsym(h, "inca_comm_stats_sized"));
+	ck_assert_ptr_nonnull(dlsym(h, "inca_comm_info_sized"));
+	ck_assert_ptr_nonnull(dlsym(h, "inca_tcp_group_allgather"));
+	ck_assert_ptr_nonnull(dlsym(h, "inca_tcp_group_allreduce"));
 	ck_assert_ptr_null(dlsym(h, "li_progress"));
 	ck_assert_ptr_null(dlsym(h, "li_encode"));
 	ck_assert_ptr_null(dlsym(h, "li_udp_ops"));
@@ -251,6 +273,145 @@ START_TEST(test_exports)
 END_TEST
 
 Suite *api_suite(void);
+
+/* A caller compiled with a shorter inca_comm_opts: the library writes no
+ * byte beyond it, and creation takes the missing fields as defaults. */
+START_TEST(test_opts_sized)
+{
+	size_t old = offsetof(struct inca_comm_opts, op_timeout_ms) + sizeof(uint32_t);
+	unsigned char buf[sizeof(struct inca_comm_opts) + 16];
+	struct inca_comm_opts *o = (struct inca_comm_opts *)buf;
+	struct inca_comm *c = NULL;
+	size_t i;
+
+	memset(buf, 0xAB, sizeof(buf));
+	inca_comm_opts_init_sized(o, old);
+	ck_assert_uint_eq(o->struct_size, old);
+	for (i = old; i < sizeof(buf); i++)
+		ck_assert_uint_eq(buf[i], 0xAB);
+	/* Not initialised: refused. */
+	memset(buf, 0, sizeof(buf));
+	o->aggregator = "no-such-host.invalid";
+	o->job = 1;
+	o->size = 1;
+	ck_assert_int_eq(inca_comm_create(o, &c), INCA_EINVAL);
+	/* The old size: the fields beyond it (0xAB garbage here) are ignored. */
+	memset(buf, 0xAB, sizeof(buf));
+	inca_comm_opts_init_sized(o, old);
+	o->aggregator = "no-such-host.invalid";
+	o->job = 1;
+	o->size = 1;
+	ck_assert_int_eq(inca_comm_create(o, &c), INCA_EUNREACH);
+	ck_assert_ptr_null(c);
+}
+END_TEST
+
+/* A free TCP port on the loopback for a rendezvous. */
+static unsigned
+free_port(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
+/*
+ * Rank r of a TCP group of @n in a child process: an allgather, then an
+ * int32 sum and an fp16 max through the group's allreduce, checked; rank
+ * @dies exits after the first allgather and the others must then fail.
+ * Exit status: 0 as expected, 1 otherwise.
+ */
+static int
+group_child(const char *addr, unsigned r, unsigned n, int dies)
+{
+	struct inca_tcp_group *g;
+	uint32_t mine[2] = {r * 10 + 1, r * 10 + 2}, all[16];
+	int32_t v[3], k;
+	uint16_t h[2];
+	struct inca_fallback_args a;
+	unsigned i;
+
+	if (inca_tcp_group_create(addr, r, n, 5000, &g) != INCA_OK)
+		return 1;
+	if (inca_tcp_group_allgather(g, mine, all, sizeof(mine)) != INCA_OK)
+		return 1;
+	for (i = 0; i < n; i++)
+		if (all[2 * i] != i * 10 + 1 || all[2 * i + 1] != i * 10 + 2)
+			return 1;
+	if (dies >= 0) {
+		if ((int)r == dies)
+			_exit(0);
+		/* The dead rank's connection closes: an error, not a wait. */
+		k = inca_tcp_group_allgather(g, mine, all, sizeof(mine));
+		inca_tcp_group_destroy(g);
+		return k < 0 ? 0 : 1;
+	}
+	for (i = 0; i < 3; i++)
+		v[i] = (int32_t)(r + i);
+	a = (struct inca_fallback_args){v, v, 3, INCA_DTYPE_INT32, INCA_OP_SUM};
+	if (inca_tcp_group_allreduce(g, &a) != INCA_OK)
+		return 1;
+	for (i = 0; i < 3; i++)
+		if (v[i] != (int32_t)(n * (n - 1) / 2 + n * i))
+			return 1;
+	h[0] = inca_fp32_to_fp16((float)r - 0.5f);
+	h[1] = inca_fp32_to_fp16(-(float)r);
+	a = (struct inca_fallback_args){h, h, 2, INCA_DTYPE_FP16, INCA_OP_MAX};
+	if (inca_tcp_group_allreduce(g, &a) != INCA_OK)
+		return 1;
+	if (inca_fp16_to_fp32(h[0]) != (float)(n - 1) - 0.5f || inca_fp16_to_fp32(h[1]) != 0.0f)
+		return 1;
+	inca_tcp_group_destroy(g);
+	return 0;
+}
+
+static void
+run_group(unsigned n, int dies)
+{
+	char addr[32];
+	pid_t pid[8];
+	unsigned r;
+	int st;
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", free_port());
+	for (r = 0; r < n; r++) {
+		pid[r] = fork();
+		ck_assert_int_ge(pid[r], 0);
+		if (pid[r] == 0)
+			_exit(group_child(addr, r, n, dies));
+	}
+	for (r = 0; r < n; r++) {
+		ck_assert_int_eq(waitpid(pid[r], &st, 0), pid[r]);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %u of %u failed", r, n);
+	}
+}
+
+START_TEST(test_tcp_group)
+{
+	struct inca_tcp_group *g = (struct inca_tcp_group *)1;
+	char addr[32];
+
+	run_group(1, -1);
+	run_group(4, -1);
+	/* A rank dies: every other rank's next exchange fails. */
+	run_group(3, 1);
+	run_group(3, 0);
+	ck_assert_int_eq(inca_tcp_group_create("127.0.0.1", 0, 2, 100, &g), INCA_EINVAL);
+	ck_assert_ptr_null(g);
+	ck_assert_int_eq(inca_tcp_group_create("127.0.0.1:1", 2, 2, 100, &g), INCA_EINVAL);
+	/* A rank that never comes: creation fails instead of waiting. */
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", free_port());
+	ck_assert_int_eq(inca_tcp_group_create(addr, 0, 2, 200, &g), INCA_ETIMEDOUT);
+	ck_assert_int_eq(inca_tcp_group_create(addr, 1, 2, 200, &g), INCA_ETIMEDOUT);
+	ck_assert_ptr_null(g);
+}
+END_TEST
 
 Suite *
 api_suite(void)
@@ -274,6 +435,8 @@ api_suite(void)
 	TC("null_handles", test_null_handles);
 	TC("bfp_bound_formula", test_bfp_bound_formula);
 	TC("exports", test_exports);
+	TC("opts_sized", test_opts_sized);
+	TC("tcp_group", test_tcp_group);
 	return s;
 }
 
