@@ -728,7 +728,7 @@ IM_EXPORT int
 MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
 	       MPI_Comm comm, MPI_Request *request)
 {
-	struct im_ireq *x, **pp;
+	struct im_ireq *x, *y, **pp;
 	unsigned dtype, iop;
 	int ret;
 
@@ -747,11 +747,18 @@ MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 	for (;;) {
 		ret = inca_iallreduce(im.comm, sendbuf == MPI_IN_PLACE ? INCA_IN_PLACE : sendbuf,
 				      recvbuf, (size_t)count, dtype, iop, &x->ireq);
-		if (ret != INCA_EBUSY || im.ireqs == NULL)
+		if (ret != INCA_EBUSY)
 			break;
 		/* Too many in flight here (maybe not on other ranks, so this
-		 * one must not take another path): finish the oldest. */
-		ireq_drive(im.ireqs, true);
+		 * one must not take another path): finish the oldest that
+		 * libinca still holds. Requests the application has not freed
+		 * yet but whose result we took are not libinca's any more:
+		 * skipping them is what keeps this loop from spinning. */
+		for (y = im.ireqs; y != NULL && y->ireq == NULL; y = y->next)
+			;
+		if (y == NULL)
+			break;
+		ireq_drive(y, true);
 	}
 	if (ret == INCA_OK)
 		ret = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, x, &x->mreq) ==

@@ -229,6 +229,32 @@ check_iallreduce(void)
 		if (memcmp(a, r, sizeof(r)) != 0)
 			FAIL("in-place MPI_Iallreduce completed with MPI_Test: wrong result");
 	}
+
+	/* More requests outstanding than libinca holds (1024): the
+	 * interposer finishes the oldest it still holds, never spins on one
+	 * it already finished but the application has not freed. */
+	{
+		enum { MANY = 1100 };
+		int32_t *v = malloc(MANY * sizeof(*v)), *w = malloc(MANY * sizeof(*w));
+		MPI_Request *rq = malloc(MANY * sizeof(*rq));
+
+		for (i = 0; i < MANY; i++) {
+			v[i] = rank * 1000 + i;
+			if (MPI_Iallreduce(&v[i], &w[i], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+					   &rq[i]) != MPI_SUCCESS)
+				FAIL("MPI_Iallreduce %d of %d outstanding failed", i, MANY);
+			count_call(1, 1);
+		}
+		MPI_Waitall(MANY, rq, MPI_STATUSES_IGNORE);
+		for (i = 0; i < MANY; i++)
+			if (w[i] != 1000 * size * (size - 1) / 2 + size * i) {
+				FAIL("request %d of %d outstanding: %d", i, MANY, w[i]);
+				break;
+			}
+		free(v);
+		free(w);
+		free(rq);
+	}
 }
 
 /* The root's broadcast byte i. */
