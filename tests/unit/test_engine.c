@@ -1077,15 +1077,6 @@ END_TEST
 
 /* ---- refusal, unreachable aggregator, fallback ------------------------------ */
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* A job the aggregator does not know: NACK, INCA_EREFUSED, no waiting. */
 START_TEST(test_nack_unknown_job)
 {
@@ -1094,7 +1085,6 @@ START_TEST(test_nack_unknown_job)
 	struct inca_comm *c = (struct inca_comm *)1;
 	struct tagg *a;
 	char addr[64];
-	uint64_t t0;
 
 	tagg_cfg_init(&cfg);
 	a = tagg_start(&cfg);
@@ -1104,11 +1094,10 @@ START_TEST(test_nack_unknown_job)
 	o.job = cfg.job + 1;
 	o.token = cfg.token;
 	o.size = 2;
-	o.give_up_ms = 5000;
-	t0 = now_ms();
+	/* Longer than the test case may run: only the NACK can end it. */
+	o.give_up_ms = 600000;
 	ck_assert_int_eq(inca_comm_create(&o, &c), INCA_EREFUSED);
 	ck_assert_ptr_null(c);
-	ck_assert_uint_lt(now_ms() - t0, 2000); /* a NACK, not a timeout */
 	ck_assert_uint_ge(atomic_load(&a->nacks), 1);
 	tagg_stop(a);
 }
@@ -1133,7 +1122,8 @@ START_TEST(test_unreachable_error)
 	struct inca_comm_opts o;
 	struct inca_comm *c = NULL;
 	char addr[64];
-	uint64_t t0, dt;
+	unsigned hellos = 0;
+	char junk[2048];
 	int fd;
 
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", silent_port(&fd));
@@ -1143,12 +1133,13 @@ START_TEST(test_unreachable_error)
 	o.size = 2;
 	o.timeout_ms = 5;
 	o.give_up_ms = 300;
-	t0 = now_ms();
 	ck_assert_int_eq(inca_comm_create(&o, &c), INCA_ETIMEDOUT);
-	dt = now_ms() - t0;
 	ck_assert_ptr_null(c);
-	ck_assert_uint_ge(dt, 300);
-	ck_assert_uint_lt(dt, 1300); /* gave up, did not hang */
+	/* It asked again (backoff) before it gave up; that it gave up at all
+	 * is the outcome (a hang would end in the test case's timeout). */
+	while (recv(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
+		hellos++;
+	ck_assert_uint_ge(hellos, 2);
 	close(fd);
 }
 END_TEST
@@ -1204,14 +1195,12 @@ static void
 body_die_nofb(struct world *w, unsigned rank, struct inca_comm *c)
 {
 	int32_t *buf = calloc(20000, 4);
-	uint64_t t0 = now_ms();
 	int ret;
 
 	(void)w;
 	(void)rank;
 	ret = inca_allreduce(c, INCA_IN_PLACE, buf, 20000, INCA_DTYPE_INT32, INCA_OP_SUM);
 	ck_assert_int_eq(ret, INCA_ETIMEDOUT);
-	ck_assert_uint_lt(now_ms() - t0, 2000);
 	ck_assert_int_eq(inca_barrier(c), INCA_EFAILED);
 	free(buf);
 }
