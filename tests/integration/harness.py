@@ -25,6 +25,15 @@ PYTHON = '/usr/bin/python3' if os.path.exists('/usr/bin/python3') else sys.execu
 _seq = [0]
 
 
+class Failed(Exception):
+    """A test's expectation did not hold (the message says which)."""
+
+
+def check(cond, msg, *a):
+    if not cond:
+        raise Failed(msg % a if a else msg)
+
+
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
 

@@ -22,7 +22,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import inca_proto as P  # noqa: E402
-from harness import PYTHON, HERE, Rack, Incad, run_workers, log  # noqa: E402
+from harness import PYTHON, HERE, Failed, Rack, Incad, check, run_workers, log  # noqa: E402
 
 PING = os.path.join(HERE, 'icmp_ping.py')
 TOKEN = 0x494E4341  # tools/rack conf's default token of job 1 (job 1 + k: +k)
@@ -36,15 +36,6 @@ COLLECTIVES = ['int32:sum:3077:1', 'int32:min:1500:2', 'int32:max:1500:3',
                'fp32:sum:3077:4', 'fp16:sum:2000:5', 'bf16:sum:2000:6',
                'fp32:min:1000:7', 'fp32:max:1000:8']
 POOL = 16
-
-
-class Failed(Exception):
-    pass
-
-
-def check(cond, msg, *a):
-    if not cond:
-        raise Failed(msg % a if a else msg)
 
 
 def ping(rack, node, dest, count=3, timeout=1.0):

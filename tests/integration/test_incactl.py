@@ -32,7 +32,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import inca_proto as P  # noqa: E402
-from harness import PYTHON, SRC, WORKER, Rack, Incad, log  # noqa: E402
+from harness import PYTHON, SRC, WORKER, Failed, Rack, Incad, check, log  # noqa: E402
 
 TOKEN = 0x494E4341  # tools/rack conf: job 1's token; job 1 + k has TOKEN + k
 CHUNK = 100         # elements per contribution the workers send
@@ -40,15 +40,6 @@ INCAD = None
 INCACTL = os.path.join(SRC, 'tools', 'incactl')
 # Straight to the exporter on loopback, whatever http_proxy says.
 HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-class Failed(Exception):
-    pass
-
-
-def check(cond, msg, *a):
-    if not cond:
-        raise Failed(msg % a if a else msg)
 
 
 def chunks(spec):

@@ -22,22 +22,13 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Rack, Incad, log  # noqa: E402
+from harness import Failed, Rack, Incad, check, log  # noqa: E402
 
 TOKEN = 0x494E4341  # tools/rack conf: job 1's token; job 1 + k has TOKEN + k
 # Byte sizes, not multiples of a chunk: 1 element, a few, just over one
 # packet, many packets with a short last one.
 SIZES = '1,12,1030,70001,300001'
 INCAD = BENCH = None
-
-
-class Failed(Exception):
-    pass
-
-
-def check(cond, msg, *a):
-    if not cond:
-        raise Failed(msg % a if a else msg)
 
 
 def bench_argv(rack, job, rank, n, extra):

@@ -25,20 +25,12 @@ SRC = os.path.normpath(os.path.join(HERE, '..', '..'))
 sys.path.insert(0, os.path.join(SRC, 'tests', 'integration'))
 
 import inca_proto as P  # noqa: E402,F401
-from harness import PYTHON, Rack, Incad, Telemetry, log  # noqa: E402,F401 (re-exported)
+from harness import (  # noqa: E402,F401 (re-exported)
+    PYTHON, Failed, Rack, Incad, Telemetry, check, log)
 
 WORKER = os.path.join(SRC, 'tests', 'integration', 'inca_worker.py')
 TOKEN = 0x494E4341  # tools/rack conf's token of job 1 (job 1 + k has TOKEN + k)
 INCA_PORT = P.UDP_PORT
-
-
-class Failed(Exception):
-    pass
-
-
-def check(cond, msg, *a):
-    if not cond:
-        raise Failed(msg % a if a else msg)
 
 
 # ---- incad configurations -------------------------------------------------
