@@ -22,7 +22,7 @@ from incadtest import (  # noqa: E402
     HEARTBEAT_ACK, HELLO, ICMP, INCA_PORT, INT32, IP, JOIN, JOIN_ACK, LEAVE, LEAVE_ACK,
     MAX, MIN, NACK, NACK_REASONS, RESULT, SUM, TOKEN, UDP, Ether, Raw, agg_ip,
     agg_mac, base_config, check, checksums_ok, contrib, ctrl, hdr, incad_path, join,
-    main, run_incad, session, udp_frame, worker_ip, worker_mac)
+    main, run_incad, session, udp_frame, worker_ip, worker_mac, SESSION_SEED)
 
 def results(run, port=0):
     return [m for m in run.msgs(port) if m.type == RESULT]
@@ -581,6 +581,46 @@ def case_leave():
     nack = [m for m in run.msgs() if m.type == NACK and m['reason'] == lost][0]
     check(nack['slot'] == 1 and nack['seq'] == 1, 'MEMBER_LOST does not echo the CONTRIB')
     check_to_worker(nack, 0)
+
+
+def case_nack_grants():
+    """The NACK rows the other cases do not reach: a JOIN asking for a
+    dtype or op the job does not aggregate, a contribution beyond the
+    grant or of another dtype or op, a job that finds no slot memory."""
+    tenants = ('{ name = "t1"; token = 0x%08X; job_ids = [1, 99]; dynamic_jobs = true; '
+               'sources = ["10.77.0.0/16"]; },'
+               '{ name = "t2"; token = 0x%08X; job_ids = [100, 199]; dynamic_jobs = true; '
+               'sources = ["10.77.0.0/16"]; }' % (TOKEN, TOKEN + 1))
+    jobs = ('{ id = 20; tenant = "t1"; nworkers = 2; max_elems = 64; pool_size = 32; '
+            'dtypes = ["int32"]; ops = ["sum"]; }')
+    extra = ('aggregation = { session_seed = 0x%08X; max_slots = 48; pool_size = 32; };'
+             % SESSION_SEED)
+    s20 = session(20)
+    frames = [
+        join(20, 0, 2, dtypes=2, ops=1),                  # fp32: not this job's
+        join(20, 0, 2, dtypes=1, ops=4),                  # max: not this job's
+        join(20, 0, 2, dtypes=1, ops=1, max_elems=64),
+        join(20, 1, 2, dtypes=1, ops=1, max_elems=64),
+        contrib(20, 0, [1] * 65, token=s20),              # beyond max_elems
+        contrib(20, 0, [1.0], dtype=FP32, token=s20),     # a dtype not granted
+        contrib(20, 0, [1], op=MAX, token=s20),           # an op not granted
+        join(150, 0, 2, token=TOKEN + 1, pool_size=32),   # 16 slots left of 48
+    ]
+    run = run_incad(base_config(tenants=tenants, jobs=jobs, extra=extra), [frames])
+    got = [(m.type, m['rank'], m['reason']) for m in run.msgs()]
+    R = NACK_REASONS
+    expect = [(NACK, 0, R['UNSUPPORTED_DTYPE']), (NACK, 0, R['UNSUPPORTED_OP']),
+              (JOIN_ACK, 0, 0), (JOIN_ACK, 1, 0), (NACK, 0, R['TOO_LARGE']),
+              (NACK, 0, R['UNSUPPORTED_DTYPE']), (NACK, 0, R['UNSUPPORTED_OP']),
+              (NACK, 0, R['NO_SLOTS'])]
+    check(got == expect, 'answers %s, expected %s' % (got, expect))
+    msgs = run.msgs()
+    for m in msgs[4:7]:
+        check(m['slot'] == 0 and m['seq'] == 0 and m['job'] == 20,
+              'a data NACK does not echo the CONTRIB: %r' % m)
+    check(all(m['dtype'] == 0 and m['op'] == 0 for m in msgs if m.type == NACK),
+          'a NACK echoes dtype/op')
+    check(not results(run), 'a refused contribution was aggregated')
 
 
 def case_telemetry():
