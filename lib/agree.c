@@ -17,7 +17,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inca_int.h"
+#include "li_recover.h"
+
+int
+li_fb_call(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+	   unsigned dtype, unsigned op)
+{
+	struct inca_fallback_args a = {
+		.sendbuf = sendbuf,
+		.recvbuf = recvbuf,
+		.count = count,
+		.dtype = dtype,
+		.op = op,
+	};
+	int ret;
+
+	if (c->fb_fn == NULL)
+		return INCA_EFALLBACK;
+	c->st.fallback_calls++;
+	ret = c->fb_fn(c->fb_ctx, &a);
+	if (ret < 0) {
+		li_log(INCA_LOG_ERR, "job %u rank %u: fallback allreduce failed (%d)", c->o.job,
+		       c->o.rank, ret);
+		return INCA_EFALLBACK;
+	}
+	return INCA_OK;
+}
 
 bool
 li_can_agree(const struct inca_comm *c)

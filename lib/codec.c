@@ -26,7 +26,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "inca_int.h"
+#include "li_state.h"
 
 /* In a special BFP chunk each element adds one of these class codes;
  * with at most 32 workers the counts never carry into the next field. */

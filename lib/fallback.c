@@ -46,32 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inca_int.h"
-
-int
-li_fb_call(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-	   unsigned dtype, unsigned op)
-{
-	struct inca_fallback_args a = {
-		.sendbuf = sendbuf,
-		.recvbuf = recvbuf,
-		.count = count,
-		.dtype = dtype,
-		.op = op,
-	};
-	int ret;
-
-	if (c->fb_fn == NULL)
-		return INCA_EFALLBACK;
-	c->st.fallback_calls++;
-	ret = c->fb_fn(c->fb_ctx, &a);
-	if (ret < 0) {
-		li_log(INCA_LOG_ERR, "job %u rank %u: fallback allreduce failed (%d)", c->o.job,
-		       c->o.rank, ret);
-		return INCA_EFALLBACK;
-	}
-	return INCA_OK;
-}
+#include "li_recover.h"
 
 /* uint32 <-> int32 preserving order, for MIN over unsigned values. */
 static inline int32_t
@@ -301,6 +276,11 @@ probe(struct inca_comm *c)
 	if (ret < 0)
 		return ret;
 	ret = li_join(c, c->o.give_up_ms);
+	if (ret == INCA_OK) {
+		ret = li_stream_setup(c);
+		if (ret < 0)
+			li_leave(c, 0);
+	}
 	if (ret == INCA_OK) {
 		c->in_fallback = false;
 		for (q = c->head; q != NULL; q = q->next) {

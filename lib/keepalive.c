@@ -24,7 +24,7 @@
 #include <time.h>
 #include <sys/socket.h>
 
-#include "inca_int.h"
+#include "li_member.h"
 
 struct li_keepalive {
 	pthread_t th;

@@ -27,7 +27,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-#include "inca_int.h"
+#include "li_util.h"
 
 #define TG_MAGIC 0x494e4347u /* "INCG" */
 #define TG_DEF_TIMEOUT_MS 30000u

@@ -22,7 +22,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "inca_int.h"
+#include "li_transport.h"
 
 struct li_transport {
 	int fd;

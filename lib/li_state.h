@@ -3,102 +3,13 @@
  */
 
 /*
- * libinca internals shared by its source files. Nothing here is part of the
- * interface: every function is hidden (-fvisibility=hidden) and carries the
- * li_ prefix.
+ * The state of a communicator, its chunks and its requests: the data every
+ * layer works on. Each layer's header says which fields it owns.
  */
-#ifndef INCA_LIB_INT_H
-#define INCA_LIB_INT_H
+#ifndef INCA_LI_STATE_H
+#define INCA_LI_STATE_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <netinet/in.h>
-
-#include <inca/inca.h>
-
-/*
- * Defaults of struct inca_comm_opts (0 there means these). Elements per
- * packet: as many 32-bit lanes as the MTU holds (360 at 1500, 2048 at
- * 9000): the per-packet cost in the kernels and in the aggregator, not the
- * bytes, is what limits a host, and headers are 74 bytes per frame
- * whatever the payload. Window: about LI_DEF_INFLIGHT bytes of payload in
- * flight, within [LI_DEF_WINDOW_MIN, LI_DEF_WINDOW_MAX] chunks: 32 at MTU
- * 1500, 8 at 9000. More in flight only queues in the bottleneck's buffer,
- * and measured through tbf links on a loaded host it costs goodput (48
- * chunks of 1440 bytes ran at a third of the rate of 24; docs/benchmarks.md).
- */
-#define LI_DEF_INFLIGHT (64u * 1024)
-#define LI_DEF_WINDOW_MIN 8
-#define LI_DEF_WINDOW_MAX 32
-#define LI_DEF_MTU 1500
-#define LI_DEF_TIMEOUT_MS 20
-#define LI_DEF_GIVE_UP_MS 3000
-#define LI_DEF_PROBE_EVERY 64
-#define LI_DEF_OP_TIMEOUT_MS 60000
-/* Longest single sleep of a wait, so that inca_comm_abort() is seen soon. */
-#define LI_WAIT_SLICE_MS 100
-/* The local window is capped: the result ring is 2 x window x payload. */
-#define LI_MAX_WINDOW 1024
-/* Retransmission timeouts double per retry up to this many times... */
-#define LI_MAX_BACKOFF_SHIFT 4
-/* ...and never exceed this (ns). */
-#define LI_RTO_MAX_NS 2000000000ull
-/* Completions of chunks sent later that mark a chunk as lost at once. */
-#define LI_FAST_RETX 3
-/* Samples per epoch of the minimum completion time. */
-#define LI_RTT_EPOCH 256
-/* Floor of the retry timer of a chunk presumed lost (ns). */
-#define LI_FAST_RTO_MIN_NS 1000000ull
-/*
- * Coalesced waiting (engine.c, li_progress): while the window holds the
- * sender back and at least LI_NAP_MIN_INFLIGHT chunks are out, sleep for
- * 1 / LI_NAP_DIV of the smoothed completion time instead of waking at each
- * result, within [LI_NAP_MIN_NS, LI_NAP_MAX_NS].
- */
-#define LI_NAP_MIN_INFLIGHT 8
-#define LI_NAP_DIV 4
-#define LI_NAP_MIN_NS 20000ull
-#define LI_NAP_MAX_NS 2000000ull
-/* Requests in flight per communicator. */
-#define LI_MAX_REQUESTS 1024
-/* Packets per sendmmsg / recvmmsg call. */
-#define LI_BATCH 32
-/* IPv4 + UDP header bytes in front of the INCA header inside the MTU. */
-#define LI_IP_UDP_LEN 28
-/* Largest INCA message: header and the largest payload. */
-#define LI_MAX_MSG (INCA_HDR_LEN + INCA_MAX_PAYLOAD_BYTES)
-
-/* ---- transport -------------------------------------------------------- */
-
-/* One datagram: @len bytes at @buf (send: to send; recv: capacity in, length out). */
-struct li_pkt {
-	void *buf;
-	size_t len;
-};
-
-struct li_transport;
-
-/*
- * A way to exchange INCA messages with one aggregator. The kernel UDP one is
- * the only implementation today; DPDK, AF_XDP or RDMA ones plug in here.
- * Errors are negative INCA_E* codes.
- */
-struct li_transport_ops {
-	const char *name;
-	/* Connect to @agg, optionally from @bind (port 0: any). */
-	int (*open)(struct li_transport **t, const struct sockaddr_in *agg,
-		    const struct sockaddr_in *bind, size_t rcvbuf);
-	/* Send up to @n datagrams; returns how many went out (0: try later) or an error. */
-	int (*send_batch)(struct li_transport *t, const struct li_pkt *pkts, unsigned n);
-	/* Receive up to @n datagrams without blocking; returns how many (0: none). */
-	int (*recv_batch)(struct li_transport *t, struct li_pkt *pkts, unsigned n);
-	void (*close)(struct li_transport *t);
-	/* A descriptor to poll for input, or -1. */
-	int (*fd)(const struct li_transport *t);
-};
-
-extern const struct li_transport_ops li_udp_ops;
+#include "li_transport.h"
 
 /* ---- payload codec (codec.c) ------------------------------------------ */
 
@@ -269,37 +180,6 @@ struct inca_comm {
 	struct inca_stats st;
 };
 
-/* log.c / comm.c */
-void li_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-uint64_t li_now_ns(void);
-
-/* comm.c: membership */
-int li_join(struct inca_comm *c, uint32_t give_up_ms);
-void li_leave(struct inca_comm *c, uint32_t wait_ms);
-int li_hello(struct inca_comm *c, uint32_t wait_ms);
-void li_stream_reset(struct inca_comm *c);
-int li_send_ctrl(struct inca_comm *c, unsigned type);
-
-/* engine.c */
-int li_progress(struct inca_comm *c, int timeout_ms);
-int li_flush(struct inca_comm *c);
-void li_handle_msg(struct inca_comm *c, const void *buf, size_t len);
-void li_deliver_ready(struct inca_comm *c);
-void li_req_layout(struct inca_comm *c, struct li_req *r);
-void li_req_complete(struct inca_comm *c, struct li_req *r, int result);
-int li_fail_stream(struct inca_comm *c, int err);
-void li_close_stream(struct inca_comm *c);
-
-/* keepalive.c */
-void li_keepalive_stop(struct inca_comm *c);
-
-/* agree.c: agreements across ranks over opts.oob or the fallback */
-bool li_can_agree(const struct inca_comm *c);
-int li_agree_minmax(struct inca_comm *c, const uint32_t *v, unsigned n, uint32_t *mn,
-		    uint32_t *mx);
-int li_agree_membership(struct inca_comm *c, int local);
-
-
 static inline void
 li_set_last_tx(struct inca_comm *c, uint64_t now)
 {
@@ -330,11 +210,4 @@ li_ka_allow(struct inca_comm *c, int on)
 	__atomic_store_n(&c->ka_allowed, on, __ATOMIC_RELEASE);
 }
 
-/* fallback.c */
-int li_recover(struct inca_comm *c);
-int li_teardown(struct inca_comm *c);
-int li_fb_run(struct inca_comm *c, struct li_req *r);
-int li_fb_call(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-	       unsigned dtype, unsigned op);
-
-#endif /* INCA_LIB_INT_H */
+#endif /* INCA_LI_STATE_H */
