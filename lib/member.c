@@ -178,8 +178,16 @@ exchange(struct inca_comm *c, unsigned type, unsigned want, uint32_t give_up_ms,
 					c->st.nack_reasons[m.reason]++;
 				c->st.nacks++;
 				c->alive_ns = li_now_ns();
-				/* Rate limiting is a request to come back later. */
-				if (m.reason == INCA_NACK_RATE_LIMITED)
+				/* Rate limiting is a request to come back later.
+				 * Answers to data (a late NACK of the stream that
+				 * ended) never answer a control request, and incad
+				 * never NACKs a LEAVE: taking one for the answer
+				 * would stop retrying a LEAVE that was lost, and
+				 * leave a stale member behind until eviction. */
+				if (m.reason == INCA_NACK_RATE_LIMITED || type == INCA_MSG_LEAVE ||
+				    m.reason == INCA_NACK_MEMBER_LOST ||
+				    m.reason == INCA_NACK_EVICTED || m.reason == INCA_NACK_MISMATCH ||
+				    m.reason == INCA_NACK_TOO_LARGE)
 					continue;
 				c->nack_reason = m.reason;
 				li_log(INCA_LOG_WARN, "job %u rank %u: %s refused: %s",
