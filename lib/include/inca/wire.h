@@ -19,6 +19,15 @@
  * header's data type; the body of a control message is one struct
  * inca_ctrl (32 bytes); NACK carries its reason in the header and may carry
  * a struct inca_ctrl with the aggregator's capabilities.
+ *
+ * Stability: the codec below (inca_msg_decode(), inca_msg_encode(), ...) is
+ * exported by libinca for tools, dissectors and other implementations, and
+ * follows the wire, not the library: its structures are the protocol
+ * version's (INCA_PROTO_VERSION), their layout changes only with a new
+ * protocol version, and values of an enum (dtypes, ops, message types,
+ * NACK reasons, flags) never change meaning; new ones are appended.
+ * Functions take them as unsigned so that a newer value passes through an
+ * older binary unchanged.
  */
 #ifndef INCA_WIRE_H
 #define INCA_WIRE_H
