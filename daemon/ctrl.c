@@ -17,7 +17,7 @@
 #include <rte_random.h>
 
 #include "ctrl.h"
-#include "dataplane.h"
+#include "tx.h"
 
 #define ALL_DTYPES ((1u << INCA_DTYPE_COUNT) - 1)
 #define ALL_OPS ((1u << INCA_OP_COUNT) - 1)
@@ -90,26 +90,6 @@ slot_alloc(uint32_t n)
 		i++;
 	}
 	return -ENOSPC;
-}
-
-void
-incad_reply_hdr(const struct inca_msg *req, uint8_t type, uint16_t reason,
-		struct inca_msg *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->version = INCA_PROTO_VERSION;
-	out->type = type;
-	/* A NACK names the refused message, not what it carried. */
-	out->dtype = type == INCA_MSG_NACK ? 0 : req->dtype;
-	out->op = type == INCA_MSG_NACK ? 0 : req->op;
-	out->job = req->job;
-	out->rank = req->rank;
-	out->token = req->token;
-	out->slot = req->slot;
-	out->flags = req->flags;
-	out->seq = req->seq;
-	out->offset = req->offset;
-	out->reason = reason;
 }
 
 static void
@@ -732,6 +712,28 @@ incad_ctrl_handle(struct incad_lcore *lc, struct rte_mbuf *m)
 	}
 }
 
+/*
+ * An eviction an operator asked for (/incad/evict): the member is made to
+ * look silent for longer than evict_ms, so that the eviction timer, which
+ * runs next on this lcore, removes it as it removes any silent member.
+ */
+static void
+evict_requested(uint64_t now)
+{
+	uint32_t req = __atomic_exchange_n(&incad.evict_req, 0, __ATOMIC_ACQUIRE);
+	uint64_t limit = incad.hz * incad.cfg.evict_ms / 1000;
+	unsigned int rank = req & 0xff;
+	struct incad_job *j;
+
+	if (req == 0)
+		return;
+	j = incad_job_get((uint16_t)(req >> 8));
+	if (j == NULL || rank >= INCA_MAX_WORKERS || !((incad_job_view(j)->live >> rank) & 1))
+		return;
+	INCAD_LOG(ctrl, NOTICE, "job %u: evicting rank %u on request", j->id, rank);
+	__atomic_store_n(&j->last_seen[rank], now - limit - 1, __ATOMIC_RELAXED);
+}
+
 void
 incad_ctrl_timer(struct incad_lcore *lc, uint64_t now)
 {
@@ -740,6 +742,7 @@ incad_ctrl_timer(struct incad_lcore *lc, uint64_t now)
 	uint32_t live, gone;
 	unsigned int r;
 
+	evict_requested(now);
 	reclaim(lc, false);
 	for (j = TAILQ_FIRST(&job_list); j != NULL; j = tmp) {
 		tmp = TAILQ_NEXT(j, next);

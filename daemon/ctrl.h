@@ -165,8 +165,4 @@ uint32_t incad_slots_used(void);
 /* Bytes held by jobs now (racy read for telemetry). */
 size_t incad_jobs_bytes(void);
 
-/* Build the header of an answer to @req: echo of its job fields. */
-void incad_reply_hdr(const struct inca_msg *req, uint8_t type, uint16_t reason,
-		     struct inca_msg *out);
-
 #endif /* INCAD_CTRL_H */

@@ -26,65 +26,14 @@
 #include "csum.h"
 #include "ctrl.h"
 #include "dataplane.h"
+#include "l2.h"
 
 #define RX_BURST 32
-#define TX_BURST 64
 #define RING_BURST 64
 /* How often the I/O lcore looks for silent members. */
 #define TIMER_MS 10
 /* First adaptive sleep; later ones double up to the configured maximum. */
 #define FIRST_SLEEP_US 8
-
-/* Transmit buffers of the I/O lcore; only it touches them. */
-static struct {
-	struct rte_mbuf *b[TX_BURST];
-	unsigned int n;
-} io_txb[INCAD_MAX_PORTS];
-
-static void
-io_flush_port(struct incad_lcore *lc, uint16_t p)
-{
-	unsigned int n = io_txb[p].n, sent;
-
-	if (n == 0)
-		return;
-	sent = rte_eth_tx_burst(incad.ports[p].port_id, 0, io_txb[p].b, n);
-	/* One retry: a software queue that is full now may drain at once. */
-	if (sent < n)
-		sent += rte_eth_tx_burst(incad.ports[p].port_id, 0, io_txb[p].b + sent,
-					 n - sent);
-	lc->st.cnt[INCAD_CNT_TX] += sent;
-	lc->st.port_tx[p] += sent;
-	if (sent < n) {
-		lc->st.drop[INCAD_DROP_TX_FULL] += n - sent;
-		rte_pktmbuf_free_bulk(io_txb[p].b + sent, n - sent);
-	}
-	io_txb[p].n = 0;
-}
-
-static void
-io_flush(struct incad_lcore *lc)
-{
-	unsigned int p;
-
-	for (p = 0; p < incad.nports; p++)
-		io_flush_port(lc, p);
-}
-
-static void
-lcore_flush(struct incad_lcore *lc)
-{
-	unsigned int n;
-
-	if (lc->ntx == 0)
-		return;
-	n = rte_ring_sp_enqueue_burst(lc->tx_ring, (void **)lc->tx, lc->ntx, NULL);
-	if (n < lc->ntx) {
-		lc->st.drop[INCAD_DROP_TX_RING_FULL] += lc->ntx - n;
-		rte_pktmbuf_free_bulk(lc->tx + n, lc->ntx - n);
-	}
-	lc->ntx = 0;
-}
 
 /*
  * Most contributions end here once counted: returned to the pool in bulk
@@ -105,94 +54,6 @@ free_later(struct incad_lcore *lc, struct rte_mbuf *m)
 	lc->free[lc->nfree++] = m;
 	if (lc->nfree == RTE_DIM(lc->free))
 		free_flush(lc);
-}
-
-void
-incad_tx(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t port)
-{
-	if (lc->idx == 0) {
-		io_txb[port].b[io_txb[port].n++] = m;
-		if (io_txb[port].n == TX_BURST)
-			io_flush_port(lc, port);
-		return;
-	}
-	m->port = port;
-	lc->tx[lc->ntx++] = m;
-	if (lc->ntx == RTE_DIM(lc->tx))
-		lcore_flush(lc);
-}
-
-/*
- * Ethernet, IPv4 (DF, TTL 64) and UDP headers in front of an INCA message
- * of @msg_len bytes already at @p + INCA_ENCAP_LEN; what inca_frame_build()
- * writes, with the checksum of csum.h, several times faster than the
- * codec's portable one on the result path.
- */
-static void
-frame_headers(uint8_t *p, const uint8_t dst_mac[6], const struct rte_ether_addr *src_mac,
-	      uint32_t src_ip, uint32_t dst_ip, uint16_t dst_port, size_t msg_len)
-{
-	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)p;
-	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
-	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
-
-	memcpy(eth->dst_addr.addr_bytes, dst_mac, 6);
-	rte_ether_addr_copy(src_mac, &eth->src_addr);
-	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-	ip->version_ihl = RTE_IPV4_VHL_DEF;
-	ip->type_of_service = 0;
-	ip->total_length = rte_cpu_to_be_16(sizeof(*ip) + sizeof(*udp) + msg_len);
-	ip->packet_id = 0;
-	ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
-	ip->time_to_live = 64;
-	ip->next_proto_id = IPPROTO_UDP;
-	ip->hdr_checksum = 0;
-	ip->src_addr = rte_cpu_to_be_32(src_ip);
-	ip->dst_addr = rte_cpu_to_be_32(dst_ip);
-	ip->hdr_checksum = (uint16_t)~incad_ipv4_sum20(ip);
-	udp->src_port = rte_cpu_to_be_16(incad.cfg.inca_port);
-	udp->dst_port = rte_cpu_to_be_16(dst_port);
-	udp->dgram_len = rte_cpu_to_be_16(sizeof(*udp) + msg_len);
-	udp->dgram_cksum = 0;
-	udp->dgram_cksum = (uint16_t)~incad_udp_sum20(ip, sizeof(*udp) + msg_len);
-	/* 0 means "no checksum" in UDP: a computed 0 goes out as its twin. */
-	if (udp->dgram_cksum == 0)
-		udp->dgram_cksum = 0xffff;
-}
-
-void
-incad_dest_of(const struct incad_meta *meta, struct incad_dest *d)
-{
-	d->port = meta->in_port;
-	memcpy(d->mac, meta->src_mac, 6);
-	d->ip = meta->src_ip;
-	d->local_ip = meta->dst_ip;
-	d->udp_port = meta->src_port;
-}
-
-struct rte_mbuf *
-incad_build_msg(struct incad_lcore *lc, const struct incad_dest *d, const struct inca_msg *hdr,
-		const void *body, size_t body_len)
-{
-	struct rte_mbuf *m = rte_pktmbuf_alloc(incad.pool);
-	uint8_t *p;
-
-	if (m == NULL) {
-		incad_drop(lc, INCAD_DROP_NO_MBUF);
-		return NULL;
-	}
-	p = (uint8_t *)rte_pktmbuf_append(m, INCA_ENCAP_LEN + INCA_HDR_LEN + body_len);
-	if (p == NULL) {
-		rte_pktmbuf_free(m);
-		incad_drop(lc, INCAD_DROP_NO_MBUF);
-		return NULL;
-	}
-	inca_hdr_encode(hdr, p + INCA_ENCAP_LEN);
-	if (body_len > 0)
-		memcpy(p + INCA_ENCAP_LEN + INCA_HDR_LEN, body, body_len);
-	frame_headers(p, d->mac, &incad.ports[d->port].mac, d->local_ip, d->ip, d->udp_port,
-		      INCA_HDR_LEN + body_len);
-	return m;
 }
 
 /*
@@ -269,7 +130,7 @@ result_build(struct incad_lcore *lc, const struct incad_job *job, const struct a
 		return NULL;
 	}
 	agg_result_write(job->agg, set, rank, replay, p + INCA_ENCAP_LEN);
-	frame_headers(p, mb->mac, &incad.ports[mb->port].mac, mb->local_ip, mb->ip,
+	incad_frame_headers(p, mb->mac, &incad.ports[mb->port].mac, mb->local_ip, mb->ip,
 		      mb->udp_port, len);
 	return m;
 }
@@ -746,26 +607,17 @@ idle(struct incad_lcore *lc, unsigned int work)
 		lc->sleep_us = incad.cfg.idle_max_sleep_us;
 }
 
-/*
- * An eviction an operator asked for (/incad/evict): the member is made to
- * look silent for longer than evict_ms, so that the eviction timer, which
- * runs next on this lcore, removes it as it removes any silent member.
- */
-static void
-evict_requested(uint64_t now)
-{
-	uint32_t req = __atomic_exchange_n(&incad.evict_req, 0, __ATOMIC_ACQUIRE);
-	uint64_t limit = incad.hz * incad.cfg.evict_ms / 1000;
-	unsigned int rank = req & 0xff;
-	struct incad_job *j;
+#define MAX_TIMERS 4
+static incad_timer_fn *timers[MAX_TIMERS];
+static unsigned int ntimers;
 
-	if (req == 0)
-		return;
-	j = incad_job_get((uint16_t)(req >> 8));
-	if (j == NULL || rank >= INCA_MAX_WORKERS || !((incad_job_view(j)->live >> rank) & 1))
-		return;
-	INCAD_LOG(ctrl, NOTICE, "job %u: evicting rank %u on request", j->id, rank);
-	__atomic_store_n(&j->last_seen[rank], now - limit - 1, __ATOMIC_RELAXED);
+int
+incad_timer_add(incad_timer_fn *fn)
+{
+	if (ntimers == MAX_TIMERS)
+		return -1;
+	timers[ntimers++] = fn;
+	return 0;
 }
 
 /* Marked hot: GCC otherwise places the loops in incad_lcore_main's cold
@@ -793,13 +645,11 @@ io_loop(struct incad_lcore *lc)
 		}
 		work += io_drain_tx_rings(lc);
 		free_flush(lc);
-		io_flush(lc);
+		incad_tx_flush_io(lc);
 		if (now >= next_timer) {
-			evict_requested(now);
-			incad_ctrl_timer(lc, now);
-			io_flush(lc);
-			if (lc->lcore_id == rte_get_main_lcore())
-				incad_stats_periodic(now);
+			for (i = 0; i < ntimers; i++)
+				timers[i](lc, now);
+			incad_tx_flush_io(lc);
 			next_timer = now + timer_period;
 		}
 		rte_rcu_qsbr_quiescent(incad.qs, lc->idx);
@@ -820,7 +670,7 @@ agg_loop(struct incad_lcore *lc)
 		for (i = 0; i < n; i++)
 			contrib_input(lc, b[i], now);
 		free_flush(lc);
-		lcore_flush(lc);
+		incad_tx_flush_lcore(lc);
 		rte_rcu_qsbr_quiescent(incad.qs, lc->idx);
 		idle(lc, n);
 	}
@@ -845,8 +695,8 @@ incad_lcore_main(void *arg)
 	rte_rcu_qsbr_thread_offline(incad.qs, lc->idx);
 	free_flush(lc);
 	if (lc->idx != 0)
-		lcore_flush(lc);
+		incad_tx_flush_lcore(lc);
 	else
-		io_flush(lc);
+		incad_tx_flush_io(lc);
 	return 0;
 }

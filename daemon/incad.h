@@ -206,6 +206,8 @@ void incad_ports_fini(void);
 void incad_stats_sum(struct incad_lcore_stats *out);
 void incad_stats_print(FILE *f, const char *title);
 void incad_stats_periodic(uint64_t now);
+/* The statistics' timer hook (dataplane.h): incad_stats_periodic() on the main lcore. */
+void incad_stats_timer(struct incad_lcore *lc, uint64_t now);
 void incad_footprint_print(FILE *f);
 /*
  * Enter and leave a read-side section from a thread that is not a

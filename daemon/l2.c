@@ -19,7 +19,7 @@
 #include <rte_ip.h>
 #include <rte_malloc.h>
 
-#include "dataplane.h"
+#include "l2.h"
 
 /* How many table positions a lookup or an insertion probes. */
 #define PROBES 8

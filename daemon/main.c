@@ -24,6 +24,7 @@
 
 #include "ctrl.h"
 #include "dataplane.h"
+#include "l2.h"
 #include "kernels.h"
 
 struct incad incad;
@@ -356,6 +357,11 @@ main(int argc, char **argv)
 	ret = incad_ctrl_init();
 	if (ret != 0)
 		goto out_ctrl;
+	/* Periodic work of the I/O lcore: eviction, then the statistics. */
+	if (incad_timer_add(incad_ctrl_timer) != 0 || incad_timer_add(incad_stats_timer) != 0) {
+		ret = -ENOSPC;
+		goto out_ctrl;
+	}
 	ret = incad_telemetry_init();
 	if (ret != 0)
 		INCAD_LOG(cfg, NOTICE, "telemetry commands not registered: %s", strerror(-ret));

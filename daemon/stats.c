@@ -16,7 +16,7 @@
 #include <rte_lcore.h>
 
 #include "ctrl.h"
-#include "dataplane.h"
+#include "incad.h"
 
 static const char *const counter_names[] = {
 #define INCAD_X_(n, d) #n,
@@ -174,6 +174,13 @@ incad_stats_print(FILE *f, const char *title)
 	fprintf(f, "drops total %" PRIu64 "\n", total);
 	fflush(f);
 	incad_reader_exit();
+}
+
+void
+incad_stats_timer(struct incad_lcore *lc, uint64_t now)
+{
+	if (lc->lcore_id == rte_get_main_lcore())
+		incad_stats_periodic(now);
 }
 
 void

@@ -19,7 +19,7 @@
 #include <rte_telemetry.h>
 
 #include "ctrl.h"
-#include "dataplane.h"
+#include "l2.h"
 
 static const char *
 mode_name(void)
