@@ -403,6 +403,16 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 		return;
 	}
 	lc->st.cnt[INCAD_CNT_INCA_RX]++;
+	/* An answer to these would go to nobody (or to everybody, or to
+	 * incad itself); a worker never sends them. */
+	if (unlikely(f->eth[0] & 1)) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_GROUP_DST);
+		return;
+	}
+	if (unlikely(incad_martian_src(f->src_ip))) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_MARTIAN_SRC);
+		return;
+	}
 
 	switch (msg->type) {
 	case INCA_MSG_CONTRIB:

@@ -76,6 +76,8 @@ enum incad_counter {
 	X(L2_SAME_PORT, "destination MAC learned on the ingress port (switch mode)") \
 	X(MULTI_SEG, "multi-segment frame that could not be linearised") \
 	X(UNEXPECTED_MSG, "INCA message type an aggregator never receives") \
+	X(MARTIAN_SRC, "INCA message from an address no worker can have (0/8, 127/8, multicast, 240/4, broadcast, incad's own)") \
+	X(GROUP_DST, "INCA message to a broadcast or multicast MAC") \
 	X(UNKNOWN_JOB, "data message for a job that does not exist") \
 	X(NOT_MEMBER_ADDR, "data message whose source is not the rank's member address") \
 	X(EVICTED, "data message from an evicted member (NACK EVICTED sent)") \
@@ -126,6 +128,7 @@ struct incad_port {
 	struct rte_ether_addr mac;
 	uint32_t ipv4;       /* host order */
 	rte_be32_t ipv4_be;
+	uint32_t bcast;      /* the subnet's broadcast address, host order (0: none) */
 };
 
 struct incad_lcore {
@@ -197,6 +200,9 @@ incad_now(void)
 
 /* Index of the port with local address @ip (host order), -1 if none. */
 int incad_local_port(uint32_t ip);
+/* True for a source address no worker can have: 0/8, 127/8, 224/4, 240/4,
+ * incad's own addresses and its subnets' broadcast addresses. */
+bool incad_martian_src(uint32_t ip);
 
 /* ports.c: bring up every configured port, and take them down. */
 int incad_ports_init(void);

@@ -17,6 +17,21 @@
 
 #include "incad.h"
 
+bool
+incad_martian_src(uint32_t ip)
+{
+	unsigned int i, top = ip >> 24;
+
+	/* "This network", loopback, multicast and the reserved 240/4 (with
+	 * 255.255.255.255): never a worker's source (RFC 1122 3.2.1.3). */
+	if (top == 0 || top == 127 || top >= 224)
+		return true;
+	for (i = 0; i < incad.nports; i++)
+		if (incad.ports[i].ipv4 == ip || incad.ports[i].bcast == ip)
+			return true;
+	return false;
+}
+
 int
 incad_local_port(uint32_t ip)
 {
@@ -158,6 +173,8 @@ incad_ports_init(void)
 		rte_strscpy(p->name, pc->name, sizeof(p->name));
 		p->ipv4 = pc->ipv4;
 		p->ipv4_be = rte_cpu_to_be_32(pc->ipv4);
+		/* A /31 or /32 has no broadcast address (RFC 3021). */
+		p->bcast = pc->prefix_len < 31 ? pc->ipv4 | (UINT32_MAX >> pc->prefix_len) : 0;
 		ret = port_find(pc, p);
 		if (ret != 0)
 			return ret;

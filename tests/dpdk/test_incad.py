@@ -623,6 +623,29 @@ def case_nack_grants():
     check(not results(run), 'a refused contribution was aggregated')
 
 
+def case_martian():
+    """INCA messages from sources no worker can have, or to a group MAC:
+    counted drops, never answered, never admitted; the same messages from
+    a worker's address are answered."""
+    hello = hdr(HELLO) + ctrl(dtypes=1, ops=1)
+    bad_src = ['0.0.0.0', '0.1.2.3', '127.0.0.1', '224.0.0.1', '239.1.1.1',
+               '255.255.255.255', '240.0.0.9', agg_ip(0), '10.77.255.255']
+    frames = [udp_frame(hello, src_ip=ip) for ip in bad_src]
+    frames += [join(9, 0, 1, src_ip=ip) for ip in ('127.0.0.1', agg_ip(0), '10.77.255.255')]
+    frames += [udp_frame(hello, rank=1), join(9, 1, 2)]   # from a worker: answered
+    group = [(Ether(src=worker_mac(2), dst=mac) / IP(src=worker_ip(2), dst=agg_ip(0)) /
+              UDP(sport=40002, dport=INCA_PORT) / Raw(p))
+             for mac in ('ff:ff:ff:ff:ff:ff', '01:00:5e:00:00:01')
+             for p in (hello, hdr(CONTRIB, job=9, rank=0, count=1) + b'\0\0\0\1')]
+    run = run_incad(base_config(), [frames + group])
+    got = [(m.type, m['rank']) for m in run.msgs()]
+    check(got == [(CAPS, 0), (JOIN_ACK, 1)], 'answers %s' % got)
+    check(all(m.dst[1] == worker_ip(1) for m in run.msgs()),
+          'an answer went to %s' % [m.dst for m in run.msgs()])
+    check(run.drop('incad/MARTIAN_SRC') == len(bad_src) + 3 and
+          run.drop('incad/GROUP_DST') == 4, 'drops %s' % run.drops)
+
+
 def case_telemetry():
     frames = join_all(7, 2) + [
         contrib(7, 0, [1]), contrib(7, 1, [2]),

@@ -154,12 +154,14 @@ def kernel_holds(fr):
     return struct.unpack('!H', ip[6:8])[0] & 0x3fff != 0
 
 
-def classify(fr, port_mac, local_ips, max_elems, mode='switch', snap=AF_PACKET_SNAP):
+def classify(fr, port_mac, local_ips, max_elems, mode='switch', snap=AF_PACKET_SNAP,
+             bcasts=()):
     """The counters incad puts frame @fr in when it arrives on a port whose
     MAC is @port_mac: a list whose first entry is the drop reason (or
     'forwarded', 'arp', 'icmp'), followed by what else incad counts for
     it; ['held'] for a fragment the kernel keeps (kernel_holds); None
-    when the frame passes every check."""
+    when the frame passes every check. @bcasts: the broadcast addresses
+    of incad's subnets (sources incad drops as martian)."""
     fr = fr[:snap]
     if kernel_holds(fr):
         return ['held']
@@ -213,6 +215,14 @@ def classify(fr, port_mac, local_ips, max_elems, mode='switch', snap=AF_PACKET_S
     m = u[8:]
     r = classify_msg(m, max_elems)
     if r is None:
+        # docs/protocol.md, after the message checks: group destinations
+        # and sources no worker can have.
+        src = struct.unpack('!I', ip[12:16])[0]
+        if group:
+            return ['incad/GROUP_DST']
+        if src >> 24 in (0, 127) or src >> 24 >= 224 or src in local_ips or \
+                src in bcasts:
+            return ['incad/MARTIAN_SRC']
         return None
     if (r == 'VERSION' and len(m) >= P.HDR_LEN + P.CTRL_LEN and
             m[1] in (P.MSG['HELLO'], P.MSG['JOIN'])):
