@@ -683,15 +683,13 @@ def test_isolation():
 
 
 def test_spoof_member_addr():
-    """OPEN (kept out of meson, fails today). docs/protocol.md: a JOIN's
-    member address is its source IP, UDP port and MAC, and the aggregator
-    "accepts the rank's data only from there". incad checks IP and port
-    only: a worker on another port of a switch-mode incad, with its own
+    """docs/protocol.md: a JOIN's member address is its source IP, UDP
+    port and MAC, and the aggregator "accepts the rank's data only from
+    there". A worker on another port of a switch-mode incad, with its own
     MAC, that writes a member's IP and port and knows the job's token (an
-    insider of the tenant: dynamic jobs share the tenant's token) gets its
-    contributions counted as that member's, and the job's results are
-    wrong. Passes once incad compares the source MAC (and, in switch mode,
-    could compare the ingress port) with the member's."""
+    insider of the tenant: dynamic jobs share the tenant's token) has its
+    contributions counted as drops (incad/NOT_MEMBER_ADDR); the job's
+    results stay exact. (Fixed; it was kept out of meson while it failed.)"""
     colls = ['int32:sum:2560:41']
     with Rack('spoof', workers=5) as rack, Daemon(rack, INCAD, conf=isolation_conf(rack)) as d, \
             Procs(rack) as procs:
