@@ -399,10 +399,27 @@ parse_sources(struct parser *p, const config_setting_t *l, struct incad_tenant_c
 }
 
 static void
+parse_vlans(struct parser *p, const config_setting_t *l, struct incad_tenant_conf *t)
+{
+	int i, n = config_setting_length(l);
+	long long v;
+
+	if (n > INCAD_MAX_VLANS) {
+		perr(p, l, "at most %d VLANs", INCAD_MAX_VLANS);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (!setting_int(p, config_setting_get_elem(l, i), "vlans", 0, 4094, &v))
+			continue;
+		t->vlans[t->nvlans++] = (uint16_t)v;
+	}
+}
+
+static void
 parse_tenants(struct parser *p, const config_setting_t *l, struct incad_config *c)
 {
 	static const char *const keys[] = {"name", "token", "job_ids", "slot_quota",
-					   "dynamic_jobs", "sources", NULL};
+					   "dynamic_jobs", "sources", "vlans", NULL};
 	int i, n = config_setting_length(l);
 	unsigned int j;
 
@@ -451,6 +468,9 @@ parse_tenants(struct parser *p, const config_setting_t *l, struct incad_config *
 		s = member_of(p, g, "sources", CONFIG_TYPE_LIST, false);
 		if (s != NULL)
 			parse_sources(p, s, t);
+		s = member_of(p, g, "vlans", CONFIG_TYPE_LIST, false);
+		if (s != NULL)
+			parse_vlans(p, s, t);
 		for (j = 0; j < c->ntenants; j++) {
 			const struct incad_tenant_conf *o = &c->tenants[j];
 

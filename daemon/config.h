@@ -21,6 +21,7 @@
 #define INCAD_MAX_TENANTS 64
 #define INCAD_MAX_STATIC_JOBS 256
 #define INCAD_MAX_PREFIXES 16
+#define INCAD_MAX_VLANS 16
 #define INCAD_NAME_LEN 32
 #define INCAD_DEVARGS_LEN 512
 /* Global slot memory may not exceed this many slots (2 sets each). */
@@ -66,6 +67,8 @@ struct incad_tenant_conf {
 	bool dynamic_jobs;
 	unsigned int nprefixes;          /* 0: any source */
 	struct incad_prefix prefixes[INCAD_MAX_PREFIXES];
+	unsigned int nvlans;             /* 0: any VLAN, untagged included */
+	uint16_t vlans[INCAD_MAX_VLANS]; /* 802.1Q ids; 0 stands for untagged */
 };
 
 struct incad_member_conf {

@@ -394,6 +394,20 @@ source_allowed(const struct incad_tenant_conf *tc, uint32_t ip)
 	return false;
 }
 
+/* A tenant bound to VLANs admits JOINs only from them (0: untagged). */
+static bool
+vlan_allowed(const struct incad_tenant_conf *tc, uint16_t vlan)
+{
+	unsigned int i;
+
+	if (tc->nvlans == 0)
+		return true;
+	for (i = 0; i < tc->nvlans; i++)
+		if (tc->vlans[i] == vlan)
+			return true;
+	return false;
+}
+
 static void
 join_ack(struct incad_lcore *lc, struct rte_mbuf *m, const struct incad_job *j)
 {
@@ -447,7 +461,7 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		}
 	}
 	tc = &incad.cfg.tenants[t];
-	if (!source_allowed(tc, meta->src_ip)) {
+	if (!source_allowed(tc, meta->src_ip) || !vlan_allowed(tc, meta->vlan)) {
 		nack(lc, m, INCA_NACK_NOT_MEMBER);
 		return;
 	}
@@ -535,6 +549,7 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	nv.m[msg->rank].local_ip = meta->dst_ip;
 	nv.m[msg->rank].udp_port = meta->src_port;
 	nv.m[msg->rank].port = meta->in_port;
+	nv.m[msg->rank].vlan = meta->vlan;
 	memcpy(nv.m[msg->rank].mac, meta->src_mac, 6);
 	__atomic_store_n(&j->last_seen[msg->rank], now, __ATOMIC_RELAXED);
 	if (view_update(lc, j, &nv, false) != 0) {

@@ -28,6 +28,7 @@ struct incad_member {
 	uint32_t local_ip;  /* the incad address it talks to (answers come from it) */
 	uint16_t udp_port;
 	uint16_t port;      /* index into incad.ports */
+	uint16_t vlan;      /* 802.1Q VLAN id it joined on, 0: untagged */
 	uint8_t mac[6];
 };
 
@@ -42,7 +43,8 @@ static inline bool
 incad_member_match(const struct incad_member *mb, const struct incad_meta *meta)
 {
 	return mb->ip == meta->src_ip && mb->udp_port == meta->src_port &&
-	       mb->port == meta->in_port && memcmp(mb->mac, meta->src_mac, 6) == 0;
+	       mb->port == meta->in_port && mb->vlan == meta->vlan &&
+	       memcmp(mb->mac, meta->src_mac, 6) == 0;
 }
 
 /* Immutable once published; replaced as a whole when membership changes. */

@@ -181,10 +181,17 @@ send_results(struct incad_lcore *lc, const struct incad_job *job,
 		m->pkt_len = len;
 		memcpy(rte_pktmbuf_mtod(m, void *), rte_pktmbuf_mtod(first, void *), len);
 		result_patch(rte_pktmbuf_mtod(m, uint8_t *), fm, frank, &v->m[r], r);
+		m = incad_vlan_tag(lc, m, v->m[r].vlan);
+		if (m == NULL)
+			continue;
 		lc->st.cnt[INCAD_CNT_RESULT_TX]++;
 		incad_tx(lc, m, v->m[r].port);
 	}
-	/* The template goes last: once queued it may be sent and freed. */
+	/* The template goes last (untagged until its copies are made): once
+	 * queued it may be sent and freed. */
+	first = incad_vlan_tag(lc, first, fm->vlan);
+	if (first == NULL)
+		return;
 	lc->st.cnt[INCAD_CNT_RESULT_TX]++;
 	incad_tx(lc, first, fm->port);
 }
@@ -228,6 +235,7 @@ nack_members(struct incad_lcore *lc, const struct incad_view *v, const struct in
 		d.ip = v->m[r].ip;
 		d.local_ip = v->m[r].local_ip;
 		d.udp_port = v->m[r].udp_port;
+		d.vlan = v->m[r].vlan;
 		incad_reply_hdr(msg, INCA_MSG_NACK, reason, &h);
 		h.rank = (uint16_t)r;
 		m = incad_build_msg(lc, &d, &h, NULL, 0);
@@ -330,6 +338,8 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		struct rte_mbuf *r = result_build(lc, job, out.set, mb, msg->rank, true, m);
 
 		js->c[INCAD_JOB_REPLAY]++;
+		if (r != NULL)
+			r = incad_vlan_tag(lc, r, mb->vlan);
 		if (r != NULL) {
 			lc->st.cnt[INCAD_CNT_REPLAY_TX]++;
 			incad_tx(lc, r, mb->port);
@@ -389,6 +399,14 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 	meta->src_port = f->src_port;
 	meta->in_port = in_port;
 	memcpy(meta->src_mac, f->eth + 6, 6);
+	/* The VLAN: the frame's own 802.1Q tag, or the one the PMD stripped
+	 * (net_af_packet strips every tag the kernel parsed, 802.1ad too). */
+	if (f->eth[12] == 0x81 && f->eth[13] == 0x00)
+		meta->vlan = (uint16_t)(((f->eth[14] << 8) | f->eth[15]) & 0xfff);
+	else if (m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED)
+		meta->vlan = m->vlan_tci & 0xfff;
+	else
+		meta->vlan = 0;
 	if (err != INCA_WIRE_OK) {
 		lc->st.wire[err]++;
 		/* A worker of another protocol version asking to talk is told

@@ -152,6 +152,7 @@ struct incad_meta {
 	uint32_t dst_ip;
 	uint16_t src_port;
 	uint16_t in_port;     /* index into incad.ports */
+	uint16_t vlan;        /* 802.1Q VLAN id of the frame, 0: untagged */
 	uint8_t src_mac[6];
 };
 

@@ -210,6 +210,23 @@ not_ours(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, uint64_t 
 		incad_drop_mbuf(lc, m, INCAD_DROP_NOT_LOCAL);
 }
 
+/*
+ * An answer made in place from a request whose 802.1Q tag the PMD stripped
+ * (net_af_packet) goes back with that tag; a tag still in the frame stays
+ * where it is. NULL when the frame had to be freed.
+ */
+static struct rte_mbuf *
+retag(struct incad_lcore *lc, struct rte_mbuf *m)
+{
+	uint16_t vid;
+
+	if (!(m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED))
+		return m;
+	vid = m->vlan_tci & 0xfff;
+	m->ol_flags &= ~(RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED);
+	return incad_vlan_tag(lc, m, vid);
+}
+
 void
 incad_l2_arp(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, size_t l3,
 	     uint64_t now)
@@ -260,6 +277,9 @@ incad_l2_arp(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, size_
 	a->arp_sip = rte_cpu_to_be_32(tip);
 	eth->dst_addr = a->arp_tha;
 	eth->src_addr = port->mac;
+	m = retag(lc, m);
+	if (m == NULL)
+		return;
 	lc->st.cnt[INCAD_CNT_ARP_REPLY]++;
 	incad_tx(lc, m, in_port);
 }
@@ -297,6 +317,9 @@ incad_l2_icmp(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, size
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
 	rte_ether_addr_copy(&eth->src_addr, &eth->dst_addr);
 	rte_ether_addr_copy(&incad.ports[in_port].mac, &eth->src_addr);
+	m = retag(lc, m);
+	if (m == NULL)
+		return;
 	lc->st.cnt[INCAD_CNT_ICMP_REPLY]++;
 	incad_tx(lc, m, in_port);
 }

@@ -131,6 +131,22 @@ incad_dest_of(const struct incad_meta *meta, struct incad_dest *d)
 	d->ip = meta->src_ip;
 	d->local_ip = meta->dst_ip;
 	d->udp_port = meta->src_port;
+	d->vlan = meta->vlan;
+}
+
+struct rte_mbuf *
+incad_vlan_tag(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t vlan)
+{
+	if (vlan == 0)
+		return m;
+	/* In software, whatever the PMD offers: every port type tags alike. */
+	m->vlan_tci = vlan;
+	if (rte_vlan_insert(&m) != 0) {
+		rte_pktmbuf_free(m);
+		incad_drop(lc, INCAD_DROP_NO_MBUF);
+		return NULL;
+	}
+	return m;
 }
 
 struct rte_mbuf *
@@ -155,7 +171,7 @@ incad_build_msg(struct incad_lcore *lc, const struct incad_dest *d, const struct
 		memcpy(p + INCA_ENCAP_LEN + INCA_HDR_LEN, body, body_len);
 	incad_frame_headers(p, d->mac, &incad.ports[d->port].mac, d->local_ip, d->ip, d->udp_port,
 		      INCA_HDR_LEN + body_len);
-	return m;
+	return incad_vlan_tag(lc, m, d->vlan);
 }
 
 void

@@ -27,6 +27,7 @@ struct incad_dest {
 	uint32_t ip;         /* host order */
 	uint32_t local_ip;   /* the source address of the answer */
 	uint16_t udp_port;
+	uint16_t vlan;       /* 802.1Q VLAN id to tag the frame with, 0: none */
 };
 
 /*
@@ -62,6 +63,12 @@ incad_drop_mbuf(struct incad_lcore *lc, struct rte_mbuf *m, enum incad_drop reas
 void incad_frame_headers(uint8_t *p, const uint8_t dst_mac[6],
 			 const struct rte_ether_addr *src_mac, uint32_t src_ip, uint32_t dst_ip,
 			 uint16_t dst_port, size_t msg_len);
+
+/*
+ * Tag @m (an untagged frame, refcount 1) with 802.1Q VLAN @vlan; 0 leaves it
+ * untagged. Returns @m, or NULL when it was freed (counted NO_MBUF).
+ */
+struct rte_mbuf *incad_vlan_tag(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t vlan);
 
 /* Build the header of an answer to @req: echo of its job fields. */
 void incad_reply_hdr(const struct inca_msg *req, uint8_t type, uint16_t reason,

@@ -646,6 +646,47 @@ def case_martian():
           run.drop('incad/GROUP_DST') == 4, 'drops %s' % run.drops)
 
 
+def vlan_of(fr, vid):
+    """Frame @fr with an 802.1Q tag of VLAN @vid."""
+    from scapy.all import Dot1Q
+    e = fr[Ether]
+    return Ether(src=e.src, dst=e.dst) / Dot1Q(vlan=vid) / fr[IP]
+
+
+def tag_of(m):
+    from scapy.all import Dot1Q
+    return m.pkt[Dot1Q].vlan if Dot1Q in m.pkt else 0
+
+
+def case_vlan():
+    """A tenant bound to VLANs 10 and 20: a member is its address and its
+    VLAN; every answer and RESULT goes back tagged on the member's VLAN; a
+    JOIN from another VLAN (or untagged) is refused, a contribution from a
+    member's address on another VLAN is a counted drop."""
+    tenants = ('{ name = "t1"; token = 0x%08X; job_ids = [1, 99]; dynamic_jobs = true; '
+               'sources = ["10.77.0.0/16"]; vlans = [10, 20]; }' % TOKEN)
+    s5 = session(5)
+    frames = [
+        vlan_of(join(5, 0, 2, dtypes=0xf, ops=0x7), 10),
+        vlan_of(join(5, 1, 2), 20),
+        vlan_of(join(6, 0, 1), 30),                        # not the tenant's VLAN
+        join(6, 0, 1),                                     # untagged: neither
+        vlan_of(contrib(5, 0, [1], token=s5), 10),
+        vlan_of(contrib(5, 1, [1000], token=s5), 10),      # rank 1's address, VLAN 10
+        vlan_of(contrib(5, 1, [2], token=s5), 20),
+    ]
+    run = run_incad(base_config(tenants=tenants), [frames])
+    got = [(m.type, m['rank'], m['reason'], tag_of(m)) for m in run.msgs()]
+    nm = NACK_REASONS['NOT_MEMBER']
+    expect = [(JOIN_ACK, 0, 0, 10), (JOIN_ACK, 1, 0, 20), (NACK, 0, nm, 30), (NACK, 0, nm, 0),
+              (RESULT, 0, 0, 10), (RESULT, 1, 0, 20)]
+    check(sorted(got) == sorted(expect), 'answers %s, expected %s' % (got, expect))
+    res = results(run)
+    check(all(m.values() == [3] for m in res), 'sums %s' % [m.values() for m in res])
+    check(all(checksums_ok(m.pkt) for m in res), 'a tagged RESULT has a bad checksum')
+    check(run.drop('incad/NOT_MEMBER_ADDR') == 1, 'drops %s' % run.drops)
+
+
 def case_telemetry():
     frames = join_all(7, 2) + [
         contrib(7, 0, [1]), contrib(7, 1, [2]),
