@@ -220,7 +220,12 @@ retag(struct incad_lcore *lc, struct rte_mbuf *m)
 {
 	uint16_t vid;
 
-	if (!(m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED))
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+
+	/* Some PMDs (net_af_packet without the strip offload) put the tag
+	 * back into the frame and keep the flag: then it is in place. */
+	if (!(m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED) ||
+	    eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN))
 		return m;
 	vid = m->vlan_tci & 0xfff;
 	m->ol_flags &= ~(RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED);
