@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -680,6 +681,65 @@ def test_isolation():
                'tenants\' results exact, no member removed, no reset',
                sum(len(b) for b in batches.values()), t_attack_end - t_attack,
                ', '.join('%s %d' % kv for kv in sorted(want.items())), ans)
+
+
+def vlan_worker(rack, node, vid, workdir):
+    """Put worker @node on 802.1Q VLAN @vid: a tc BPF program tags every
+    frame it sends, another drops every frame not tagged @vid and untags
+    the rest (vlan_tag.bpf.c; this kernel has neither VLAN devices nor the
+    tc vlan action)."""
+    obj = os.path.join(workdir, 'vlan%d.o' % vid)
+    if not os.path.exists(obj):
+        arch = subprocess.run(['uname', '-m'], capture_output=True, text=True).stdout.strip()
+        subprocess.run(['clang', '-O2', '-target', 'bpf', '-DVID=%d' % vid,
+                        '-I/usr/include/%s-linux-gnu' % arch, '-c',
+                        os.path.join(HERE, 'vlan_tag.bpf.c'), '-o', obj], check=True)
+    for argv in (['tc', 'qdisc', 'add', 'dev', 'eth0', 'clsact'],
+                 ['tc', 'filter', 'add', 'dev', 'eth0', 'egress', 'bpf', 'da', 'obj', obj,
+                  'sec', 'tc/egress'],
+                 ['tc', 'filter', 'add', 'dev', 'eth0', 'ingress', 'bpf', 'da', 'obj', obj,
+                  'sec', 'tc/ingress']):
+        rack.run(node, argv, check=True)
+
+
+def test_vlans():
+    """Two tenants bound to VLANs 10 and 20 (workers 0, 1 on VLAN 10;
+    2, 3 on VLAN 20; every frame tagged on the wire): both jobs exact
+    through net_af_packet ports (ARP, JOIN_ACK and RESULTs come back on the
+    member's VLAN, or the workers would hear nothing); a worker of VLAN 10
+    asking to join tenant b's job is refused (NOT_MEMBER)."""
+    colls = PY_COLLS[:6]
+    with Rack('vlans', workers=4) as rack:
+        conf = conf_text(rack, [
+            dict(name='ta', token=TA, job_ids=[10, 19], dynamic_jobs=True,
+                 sources=['10.77.0.0/24'], vlans=[10]),
+            dict(name='tb', token=TB, job_ids=[20, 29], dynamic_jobs=True,
+                 sources=['10.77.0.0/24'], vlans=[20])])
+        with Daemon(rack, INCAD, conf=conf) as d, Procs(rack) as procs:
+            for node, vid in ((0, 10), (1, 10), (2, 20), (3, 20)):
+                vlan_worker(rack, node, vid, procs.dir)
+            tel = d.tel()
+            s0 = tel.query('/incad/stats')
+            a = [procs.start('a%d' % r, r, worker_argv(rack, 10, r, 2, TA, colls,
+                                                       extra=['--deadline', '60']))
+                 for r in range(2)]
+            b = [procs.start('b%d' % r, 2 + r, worker_argv(rack, 20, r, 2, TB, colls,
+                                                           extra=['--deadline', '60']))
+                 for r in range(2)]
+            check(procs.wait(120, a + b), 'the VLAN jobs did not finish')
+            check_exact(worker_outputs(a, 'vlan 10'), colls, 2, 'tenant a, VLAN 10')
+            check_exact(worker_outputs(b, 'vlan 20'), colls, 2, 'tenant b, VLAN 20')
+            x = procs.start('cross', 0, worker_argv(rack, 21, 0, 1, TB, colls[:1],
+                                                    extra=['--deadline', '10']))
+            check(procs.wait(60, [x]), 'the cross-domain JOIN did not end')
+            out = worker_outputs([x], 'cross')[0]
+            check('NOT_MEMBER' in out.get('error', ''), 'cross-domain JOIN: %s', out)
+            st = delta(tel.query('/incad/stats'), s0)
+            check(st.get('nack/NOT_MEMBER', 0) >= 1, 'no NOT_MEMBER counted: %s', st)
+            tel.close()
+            figure('two tenants on VLANs 10 and 20 over net_af_packet: %d collectives exact '
+                   'each, every answer on its member\'s VLAN; a VLAN-10 worker joining '
+                   'VLAN-20 tenant b: NOT_MEMBER', 2 * len(colls))
 
 
 def test_spoof_member_addr():
