@@ -40,7 +40,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'reliability'))
-from relcommon import Daemon, Failed, Rack, check, conf_text, log, nft  # noqa: E402
+from relcommon import (  # noqa: E402
+    PYTHON, Daemon, Failed, Rack, check, conf_text, log, nft)
 
 INCAD = WORKER = None
 TM = 0x4D545258       # tenant m: dynamic jobs 100..3999 from the rack's subnet
@@ -301,6 +302,50 @@ def partial_join_lost(x):
     """Rank 2's HELLO and JOIN go nowhere (silent port): ETIMEDOUT for it."""
     partial(x, 'partial join (rank 2 JOIN lost)',
             [[], [], ['--agg', x.rack.agg_ip + ':9']], expect=ETIMEDOUT)
+
+
+HOLDER = '''
+import sys, time
+sys.path.insert(0, %r)
+import inca_proto as P
+w = P.Worker(%r, %d, 2, %d, 3)
+w.join()
+print('joined', flush=True)
+end = time.monotonic() + 20
+while time.monotonic() < end:
+    try:
+        w.heartbeat()
+    except P.Nacked:
+        break  # the job moved on (the others left): nothing more to hold
+    time.sleep(0.05)
+'''
+
+
+@row
+def partial_join_full(x):
+    """Rank 2 of the job is held by a live member at another address (a
+    stale process on node 0 that joined as rank 2 and keeps heartbeating):
+    the real rank 2 gets NACK JOB_FULL."""
+    import subprocess as sp
+    for fb in (True, False):
+        job, port = x.next()
+        holder = x.rack.popen(0, [PYTHON, '-c', HOLDER % (
+            os.path.join(HERE, '..', 'integration'), x.rack.agg_ip, job, TM)],
+            stdout=sp.PIPE, text=True)
+        try:
+            check(holder.stdout.readline().strip() == 'joined', 'the holder did not join')
+            extra = [] if fb else ['--no-fallback']
+            run = finish((Run(x.rack, job, TM, 3, [IT + extra] * 3, port), 30))
+        finally:
+            holder.kill()
+            holder.wait()
+        c = same_create(run)
+        if fb:
+            all_exact(run, TOTAL, fallback=1)
+        else:
+            check(c['ret'] == EREFUSED, 'job full, no fallback: creation %s' % c['ret'])
+    figure('partial join (rank 2 held by another address, JOB_FULL): with fallback every '
+           'rank starts in the fallback, exact; without, every rank EREFUSED')
 
 
 @row
