@@ -475,6 +475,36 @@ def main():
                 fail("frame %d (port %s): inca.udp_port:%d %s it" %
                      (i, e["port"], OTHER_PORT, "missed" if want else "decoded"))
 
+        # 802.1Q: incad answers a member on its VLAN (docs/incad.md,
+        # "vlans"); the same frames with a tag are INCA all the same.
+        tagged = os.path.join(tmp, "tagged.pcap")
+        picked = [i for i, e in enumerate(frames, 1)
+                  if int(e["port"]) == t["const"]["UDP_PORT"] and e["inca"] == "1" and
+                  e["errors"] == "" and e["snap"] == "0"][:8]
+        if not picked:
+            fail("no valid INCA frame to tag")
+        with open(cap, "rb") as f:
+            raw = f.read()
+        out_pcap, off, n = [raw[:24]], 24, 0
+        while off + 16 <= len(raw):
+            hdr = raw[off:off + 16]
+            incl = struct.unpack("<I", hdr[8:12])[0]
+            data = raw[off + 16:off + 16 + incl]
+            off += 16 + incl
+            n += 1
+            if n in picked:
+                data = data[:12] + b"\x81\x00\x00\x0a" + data[12:]
+                hdr = hdr[:8] + struct.pack("<II", len(data), len(data))
+                out_pcap.append(hdr + data)
+        with open(tagged, "wb") as f:
+            f.write(b"".join(out_pcap))
+        res = decoded(tshark, tagged, [], env)
+        for k in range(1, len(picked) + 1):
+            protos = res.get(k, ([],))[0]
+            if "vlan" not in protos or "inca" not in protos:
+                fail("tagged frame %d (frame %d untagged): protocols %s" %
+                     (k, picked[k - 1], ":".join(protos)))
+
         if spec:
             nspec = check_spec(spec, t, tshark, env, tmp)
     finally:
