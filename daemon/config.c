@@ -683,6 +683,8 @@ incad_config_defaults(struct incad_config *c)
 	c->max_slots = 4096;
 	c->hb_ms = 1000;
 	c->evict_ms = 5000;
+	c->ctrl_rate = 1000;
+	c->ctrl_burst = 256;
 	c->stats_interval = 0;
 	c->mac_table_size = 4096;
 	c->mac_age_s = 300;
@@ -694,11 +696,12 @@ incad_config_load(const char *path, struct incad_config *c)
 	static const char *const root_keys[] = {"mode", "inca_port", "workers", "idle",
 						"memory", "aggregation", "timeouts",
 						"stats_interval", "switch", "ports", "tenants",
-						"jobs", NULL};
+						"jobs", "control", NULL};
 	static const char *const mem_keys[] = {"mbufs", "ring_size", NULL};
 	static const char *const agg_keys[] = {"pool_size", "max_elems", "window",
 					       "max_slots", "session_seed", NULL};
 	static const char *const to_keys[] = {"heartbeat_ms", "evict_ms", NULL};
+	static const char *const ctl_keys[] = {"rate", "burst", NULL};
 	static const char *const sw_keys[] = {"mac_table_size", "mac_age_s", NULL};
 	struct parser p = {.path = path};
 	const config_setting_t *root, *g;
@@ -772,6 +775,12 @@ incad_config_load(const char *path, struct incad_config *c)
 		/* 0 (never evict) would let a silent member hold its job,
 		 * and every rank waiting on it, for ever. */
 		GET_UINT(&p, g, "evict_ms", 1, 86400000, false, c->evict_ms);
+	}
+	g = member_of(&p, root, "control", CONFIG_TYPE_GROUP, false);
+	if (g != NULL) {
+		check_keys(&p, g, "control", ctl_keys);
+		GET_UINT(&p, g, "rate", 0, 10000000, false, c->ctrl_rate);
+		GET_UINT(&p, g, "burst", 1, 1000000, false, c->ctrl_burst);
 	}
 	g = member_of(&p, root, "switch", CONFIG_TYPE_GROUP, false);
 	if (g != NULL) {

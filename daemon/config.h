@@ -113,6 +113,8 @@ struct incad_config {
 	uint32_t session_seed;
 	uint32_t hb_ms;
 	uint32_t evict_ms;             /* >= 1 */
+	uint32_t ctrl_rate;            /* HELLO+JOIN per second per source, 0: no limit */
+	uint32_t ctrl_burst;
 	uint32_t stats_interval;       /* seconds, 0: off */
 	uint32_t mac_table_size;       /* switch mode MAC table entries */
 	uint32_t mac_age_s;

@@ -13,7 +13,10 @@
 #include <string.h>
 
 #include <rte_lcore.h>
+#include <rte_cycles.h>
+#include <rte_hash_crc.h>
 #include <rte_malloc.h>
+#include <rte_meter.h>
 #include <rte_random.h>
 
 #include "ctrl.h"
@@ -702,13 +705,76 @@ incad_ctrl_bad_version(struct incad_lcore *lc, struct rte_mbuf *m)
 		nack(lc, m, INCA_NACK_BAD_VERSION);
 }
 
+/*
+ * HELLO and JOIN per source address (control.rate per second, control.burst
+ * at once): a single-rate three-colour meter (rte_meter srTCM, counting
+ * messages as bytes) per bucket of source addresses. Green passes; yellow
+ * (the excess burst) gets NACK RATE_LIMITED; red is dropped silently: "gets
+ * RATE_LIMITED and then nothing" (docs/protocol.md). Sources that share a
+ * bucket share its rate. Only the I/O lcore runs the control plane, so the
+ * meters need no lock.
+ */
+#define RL_BUCKETS 4096
+static struct rte_meter_srtcm_profile rl_profile;
+static struct rte_meter_srtcm *rl;
+
+static int
+rate_init(void)
+{
+	struct rte_meter_srtcm_params p = {
+		.cir = incad.cfg.ctrl_rate,
+		.cbs = incad.cfg.ctrl_burst,
+		.ebs = incad.cfg.ctrl_burst,
+	};
+	unsigned int i;
+	int ret;
+
+	if (incad.cfg.ctrl_rate == 0)
+		return 0;
+	ret = rte_meter_srtcm_profile_config(&rl_profile, &p);
+	if (ret != 0)
+		return ret;
+	rl = rte_zmalloc("incad_ctrl_rate", RL_BUCKETS * sizeof(*rl), RTE_CACHE_LINE_SIZE);
+	if (rl == NULL)
+		return -ENOMEM;
+	for (i = 0; i < RL_BUCKETS; i++) {
+		ret = rte_meter_srtcm_config(&rl[i], &rl_profile);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* True when @m may go on; otherwise it was answered or dropped. */
+static bool
+rate_ok(struct incad_lcore *lc, struct rte_mbuf *m)
+{
+	uint32_t b;
+	enum rte_color col;
+
+	if (rl == NULL)
+		return true;
+	b = rte_hash_crc_4byte(incad_meta(m)->src_ip, 0) & (RL_BUCKETS - 1);
+	col = rte_meter_srtcm_color_blind_check(&rl[b], &rl_profile, rte_get_tsc_cycles(), 1);
+	if (col == RTE_COLOR_GREEN)
+		return true;
+	if (col == RTE_COLOR_YELLOW)
+		nack(lc, m, INCA_NACK_RATE_LIMITED);
+	else
+		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_RATE_LIMITED);
+	return false;
+}
+
 void
 incad_ctrl_handle(struct incad_lcore *lc, struct rte_mbuf *m)
 {
 	uint64_t now = incad_now();
+	uint8_t type = incad_meta(m)->msg.type;
 
 	lc->st.cnt[INCAD_CNT_CTRL_RX]++;
-	switch (incad_meta(m)->msg.type) {
+	if ((type == INCA_MSG_HELLO || type == INCA_MSG_JOIN) && !rate_ok(lc, m))
+		return;
+	switch (type) {
 	case INCA_MSG_HELLO:
 		ctrl_hello(lc, m);
 		break;
@@ -790,6 +856,11 @@ incad_ctrl_init(void)
 	slot_map = calloc((cfg->max_slots + 63) / 64, sizeof(*slot_map));
 	if (slot_map == NULL)
 		return -ENOMEM;
+	err = rate_init();
+	if (err != 0) {
+		INCAD_LOG(ctrl, ERR, "control rate limit: %s", strerror(-err));
+		return err;
+	}
 	for (i = 0; i < cfg->njobs; i++) {
 		const struct incad_job_conf *jc = &cfg->jobs[i];
 
@@ -814,4 +885,6 @@ incad_ctrl_fini(void)
 	reclaim(NULL, true);
 	free(slot_map);
 	slot_map = NULL;
+	rte_free(rl);
+	rl = NULL;
 }

@@ -88,6 +88,7 @@ enum incad_counter {
 	X(CTRL_BAD_TOKEN, "control message with the wrong job or session token") \
 	X(CTRL_NOT_MEMBER, "LEAVE or HEARTBEAT not from the rank's member address") \
 	X(CTRL_REFUSED, "control request refused (NACK sent)") \
+	X(CTRL_RATE_LIMITED, "HELLO or JOIN beyond its source's rate and burst, after RATE_LIMITED was sent") \
 	X(NO_MBUF, "no mbuf for an answer") \
 	X(RING_FULL, "dispatch ring to an aggregation lcore full") \
 	X(TX_RING_FULL, "ring back to the I/O lcore full") \

@@ -687,6 +687,29 @@ def case_vlan():
     check(run.drop('incad/NOT_MEMBER_ADDR') == 1, 'drops %s' % run.drops)
 
 
+def case_rate_limit():
+    """HELLO and JOIN per source are metered (control.rate, control.burst):
+    within the burst they are answered, in the excess burst they get NACK
+    RATE_LIMITED, beyond it nothing (a counted drop); another source keeps
+    its own budget. The rate is 1/s, so the refill while the frames are
+    read is at most one message."""
+    hello = hdr(HELLO) + ctrl(dtypes=1, ops=1)
+    frames = [udp_frame(hello, rank=0) for _ in range(20)] + \
+        [udp_frame(hello, rank=1) for _ in range(2)]
+    extra = 'control = { rate = 1; burst = 5; };'
+    run = run_incad(base_config(extra=extra), [frames])
+    caps0 = [m for m in run.msgs() if m.type == CAPS and m.dst[1] == worker_ip(0)]
+    caps1 = [m for m in run.msgs() if m.type == CAPS and m.dst[1] == worker_ip(1)]
+    limited = [m for m in run.msgs() if m.type == NACK and
+               m['reason'] == NACK_REASONS['RATE_LIMITED']]
+    check(len(caps0) in (5, 6) and len(limited) == 5 and len(caps1) == 2,
+          'answers: %d CAPS, %d RATE_LIMITED to source 0, %d CAPS to source 1'
+          % (len(caps0), len(limited), len(caps1)))
+    check(all(m.dst[1] == worker_ip(0) for m in limited), 'RATE_LIMITED to another source')
+    check(run.drop('incad/CTRL_RATE_LIMITED') == 20 - len(caps0) - len(limited),
+          'drops %s' % run.drops)
+
+
 def case_telemetry():
     frames = join_all(7, 2) + [
         contrib(7, 0, [1]), contrib(7, 1, [2]),
