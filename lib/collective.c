@@ -95,14 +95,6 @@ drive(struct inca_comm *c, struct li_req *r, bool block)
 			continue;
 		}
 		if (c->in_fallback) {
-			if (c->need_recovery) {
-				ret = li_recover(c);
-				if (ret < 0) {
-					li_set_failed(c, ret);
-					fail_all(c, ret);
-					continue;
-				}
-			}
 			if (c->head == NULL)
 				return INCA_OK;
 			ret = li_fb_run(c, c->head);

@@ -328,12 +328,7 @@ inca_comm_create(const struct inca_comm_opts *in, struct inca_comm **out)
 		ret = c->tops->open(&c->tp, &c->agg_addr, c->bind_str ? &c->bind_addr : NULL,
 				    (size_t)4 * c->o.window * c->o.mtu + 65536);
 	if (ret == INCA_OK)
-		ret = li_join(c, c->o.give_up_ms);
-	if (ret == INCA_OK) {
-		ret = li_stream_setup(c);
-		if (ret < 0)
-			li_leave(c, 0);
-	}
+		ret = li_join_stream(c);
 	if (li_can_agree(c)) {
 		int agreed = li_agree_membership(c, ret);
 
@@ -346,11 +341,9 @@ inca_comm_create(const struct inca_comm_opts *in, struct inca_comm **out)
 			goto fail;
 		li_log(INCA_LOG_WARN, "job %u rank %u: not on the aggregator (%s), starting in "
 		       "fallback", c->o.job, c->o.rank, inca_strerror(ret));
+		/* A fallback is also a channel for the agreement, so every
+		 * rank agreed: all start in the fallback at seq 0. */
 		c->in_fallback = true;
-		/* Agreed: every rank starts in the fallback at seq 0. Without an
-		 * agreement the others may have joined, so this rank agrees
-		 * with them at its first collective. */
-		c->need_recovery = !li_can_agree(c);
 	}
 	*out = c;
 	return INCA_OK;

@@ -191,18 +191,29 @@ recover(struct inca_comm *c, bool teardown)
 		}
 		li_deliver_ready(c);
 	}
-	if (teardown)
-		goto out_ok;
-	c->in_fallback = true;
-	c->need_recovery = false;
-	c->fb_from = f;
-	li_log(INCA_LOG_INFO, "job %u rank %u: fallback from chunk %llu (lowest base %llu)",
-	       c->o.job, c->o.rank, (unsigned long long)f, (unsigned long long)lo);
-out_ok:
+	if (!teardown) {
+		c->in_fallback = true;
+		c->fb_from = f;
+		li_log(INCA_LOG_INFO, "job %u rank %u: fallback from chunk %llu (lowest base %llu)",
+		       c->o.job, c->o.rank, (unsigned long long)f, (unsigned long long)lo);
+	}
 	ret = INCA_OK;
 out:
 	free(owners);
 	free(buf);
+	return ret;
+}
+
+int
+li_join_stream(struct inca_comm *c)
+{
+	int ret = li_join(c, c->o.give_up_ms);
+
+	if (ret == INCA_OK) {
+		ret = li_stream_setup(c);
+		if (ret < 0)
+			li_leave(c, 0);
+	}
 	return ret;
 }
 
@@ -275,12 +286,7 @@ probe(struct inca_comm *c)
 	ret = li_agree_minmax(c, &ok, 1, &mn, &mx);
 	if (ret < 0)
 		return ret;
-	ret = li_join(c, c->o.give_up_ms);
-	if (ret == INCA_OK) {
-		ret = li_stream_setup(c);
-		if (ret < 0)
-			li_leave(c, 0);
-	}
+	ret = li_join_stream(c);
 	if (ret == INCA_OK) {
 		c->in_fallback = false;
 		for (q = c->head; q != NULL; q = q->next) {

@@ -22,6 +22,8 @@ int li_agree_minmax(struct inca_comm *c, const uint32_t *v, unsigned n, uint32_t
 int li_agree_membership(struct inca_comm *c, int local);
 
 /* fallback.c */
+/* JOIN (membership) and a fresh stream for the grants; LEAVE if that fails. */
+int li_join_stream(struct inca_comm *c);
 int li_recover(struct inca_comm *c);
 int li_teardown(struct inca_comm *c);
 int li_fb_run(struct inca_comm *c, struct li_req *r);

@@ -166,7 +166,6 @@ struct inca_comm {
 
 	/* fallback */
 	bool in_fallback;
-	bool need_recovery;   /* JOIN failed at create: agree at first use */
 	uint64_t fb_from;     /* first seq done by the fallback (F) */
 	uint64_t fb_count;    /* collectives fully run by the fallback */
 

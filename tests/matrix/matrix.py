@@ -398,19 +398,29 @@ def mismatch_op(x):
     mismatch(x, 'op')
 
 
+def survivors_fail(x, per_rank, victim, at, allowed):
+    """Run @per_rank, where rank @victim brings a fault: every other rank
+    ends with an error in @allowed at collective @at (the victim is killed
+    once they are done). Returns the run, the worst time to error (ms) and
+    the errors seen."""
+    run, wd = x.run(per_rank)
+    alive = [r for r in range(len(per_rank)) if r != victim]
+    finish((run, wd), ranks=alive)
+    run.close()
+    no_wrong_result(run)
+    ms = fails_at(run, at, alive, allowed)
+    return run, ms, '/'.join(sorted({ERRNAME[run.colls(r)[at]['ret']] for r in alive}))
+
+
 @row
 def rank_stops(x):
     """Rank 2 stops calling at collective 3 (alive, no heartbeats)."""
     for fb in (True, False):
         extra = [] if fb else ['--no-fallback']
-        run, wd = x.run([IT + extra, IT + extra, IT + extra + ['--stop-at', '3']])
-        finish((run, wd), ranks=[0, 1])
-        run.close()
-        no_wrong_result(run)
-        ms = fails_at(run, 3, (0, 1), (ETIMEDOUT, EFALLBACK, EREFUSED))
+        _, ms, errs = survivors_fail(x, [IT + extra, IT + extra, IT + extra + ['--stop-at', '3']],
+                                     2, 3, (ETIMEDOUT, EFALLBACK, EREFUSED))
         figure('a rank stops calling at collective 3 (%s fallback): the others get %s after '
-               '%.0f ms at most', 'with' if fb else 'no',
-               '/'.join(sorted({ERRNAME[run.colls(r)[3]['ret']] for r in (0, 1)})), ms)
+               '%.0f ms at most', 'with' if fb else 'no', errs, ms)
 
 
 @row
@@ -418,11 +428,8 @@ def rank_stops_alive(x):
     """Rank 2 stops calling at collective 3 but its keepalive thread keeps
     its membership: nothing is evicted, the others' op_timeout_ms ends it."""
     extra = ['--no-fallback', '--keepalive']
-    run, wd = x.run([IT + extra, IT + extra, IT + extra + ['--stop-at', '3']])
-    finish((run, wd), ranks=[0, 1])
-    run.close()
-    no_wrong_result(run)
-    ms = fails_at(run, 3, (0, 1), (ETIMEDOUT,))
+    _, ms, _ = survivors_fail(x, [IT + extra, IT + extra, IT + extra + ['--stop-at', '3']],
+                              2, 3, (ETIMEDOUT,))
     figure('a rank stops calling at collective 3, its heartbeats go on: the others get '
            'ETIMEDOUT after %.0f ms at most (op_timeout_ms %d)', ms, OP_TIMEOUT)
 
@@ -432,23 +439,18 @@ def rank_dies(x):
     """Rank 1 exits at collective 3 without LEAVE (as SIGKILL)."""
     for fb in (True, False):
         extra = [] if fb else ['--no-fallback']
-        run = finish(x.run([IT + extra, IT + extra + ['--die-at', '3'], IT + extra]))
-        no_wrong_result(run)
-        ms = fails_at(run, 3, (0, 2), (ETIMEDOUT, EFALLBACK, EREFUSED))
+        _, ms, errs = survivors_fail(x, [IT + extra, IT + extra + ['--die-at', '3'], IT + extra],
+                                     1, 3, (ETIMEDOUT, EFALLBACK, EREFUSED))
         figure('a rank dies at collective 3 (%s fallback): the others get %s after %.0f ms '
-               'at most', 'with' if fb else 'no',
-               '/'.join(sorted({ERRNAME[run.colls(r)[3]['ret']] for r in (0, 2)})), ms)
+               'at most', 'with' if fb else 'no', errs, ms)
 
 
 @row
 def abort(x):
     """Rank 2 stops; ranks 0 and 1 call inca_comm_abort() from another
     thread 400 ms after creation: their blocked call returns ECANCELED."""
-    run, wd = x.run([IT + ['--abort-after', '400']] * 2 + [IT + ['--stop-at', '2']])
-    finish((run, wd), ranks=[0, 1])
-    run.close()
-    no_wrong_result(run)
-    fails_at(run, 2, (0, 1), (ECANCELED,))
+    run, _, _ = survivors_fail(x, [IT + ['--abort-after', '400']] * 2 +
+                               [IT + ['--stop-at', '2']], 2, 2, (ECANCELED,))
     t = max(run.ev(r, 'end')[0]['t'] - run.create(r)['t'] for r in (0, 1))
     figure('inca_comm_abort() 400 ms after creation: the blocked collective returned '
            'ECANCELED, the rank was done %.0f ms after creation', t * 1000)
