@@ -427,7 +427,10 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 		incad_drop_mbuf(lc, m, INCAD_DROP_GROUP_DST);
 		return;
 	}
-	if (unlikely(incad_martian_src(f->src_ip))) {
+	/* Only control messages: a contribution from such a source cannot
+	 * match a member address (its JOIN was refused here), so the member
+	 * check drops it, and the hot path does not pay for this one. */
+	if (msg->type != INCA_MSG_CONTRIB && unlikely(incad_martian_src(f->src_ip))) {
 		incad_drop_mbuf(lc, m, INCAD_DROP_MARTIAN_SRC);
 		return;
 	}

@@ -76,7 +76,7 @@ enum incad_counter {
 	X(L2_SAME_PORT, "destination MAC learned on the ingress port (switch mode)") \
 	X(MULTI_SEG, "multi-segment frame that could not be linearised") \
 	X(UNEXPECTED_MSG, "INCA message type an aggregator never receives") \
-	X(MARTIAN_SRC, "INCA message from an address no worker can have (0/8, 127/8, multicast, 240/4, broadcast, incad's own)") \
+	X(MARTIAN_SRC, "control message from an address no worker can have (0/8, 127/8, multicast, 240/4, broadcast, incad's own)") \
 	X(GROUP_DST, "INCA message to a broadcast or multicast MAC") \
 	X(UNKNOWN_JOB, "data message for a job that does not exist") \
 	X(NOT_MEMBER_ADDR, "data message whose source is not the rank's member address") \

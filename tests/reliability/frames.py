@@ -220,8 +220,8 @@ def classify(fr, port_mac, local_ips, max_elems, mode='switch', snap=AF_PACKET_S
         src = struct.unpack('!I', ip[12:16])[0]
         if group:
             return ['incad/GROUP_DST']
-        if src >> 24 in (0, 127) or src >> 24 >= 224 or src in local_ips or \
-                src in bcasts:
+        if m[1] != P.MSG['CONTRIB'] and (src >> 24 in (0, 127) or src >> 24 >= 224 or
+                                         src in local_ips or src in bcasts):
             return ['incad/MARTIAN_SRC']
         return None
     if (r == 'VERSION' and len(m) >= P.HDR_LEN + P.CTRL_LEN and
