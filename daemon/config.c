@@ -552,12 +552,74 @@ parse_members(struct parser *p, const config_setting_t *l, struct incad_job_conf
 	}
 }
 
+/* A job's 'parent' group: where its partial sums go (a tree's leaf). */
+static void
+parse_parent(struct parser *p, const config_setting_t *g, const struct incad_config *c,
+	     struct incad_job_conf *j)
+{
+	static const char *const keys[] = {"address", "udp_port", "job", "token", "rank",
+					   "nworkers", "via", "mac", NULL};
+	char via[INCAD_NAME_LEN] = "";
+	const char *v;
+	unsigned int k;
+	uint8_t len;
+
+	check_keys(p, g, "a job's parent", keys);
+	j->has_parent = true;
+	j->parent_udp_port = c->inca_port;
+	j->parent_job = j->id;
+	j->parent_token = j->token;
+	j->parent_rank = UINT16_MAX;
+	j->parent_via = -1;
+	v = get_string(p, g, "address", true, NULL, 0);
+	if (v != NULL && (parse_prefix(v, 32, &j->parent_ip, &len) != 0 || len != 32 ||
+			  j->parent_ip == 0))
+		perr(p, config_setting_get_member(g, "address"), "'%s' is not an IPv4 address",
+		     v);
+	GET_UINT(p, g, "udp_port", 1, 65535, false, j->parent_udp_port);
+	GET_UINT(p, g, "job", 1, 65535, false, j->parent_job);
+	GET_UINT(p, g, "token", 0, UINT32_MAX, false, j->parent_token);
+	GET_UINT(p, g, "nworkers", 1, INCA_MAX_WORKERS, true, j->parent_nworkers);
+	GET_UINT(p, g, "rank", 0, INCA_MAX_WORKERS - 1, true, j->parent_rank);
+	if (j->parent_rank < INCA_MAX_WORKERS && j->parent_nworkers > 0 &&
+	    j->parent_rank >= j->parent_nworkers)
+		perr(p, g, "job %u: parent rank %u is not below the parent's nworkers %u", j->id,
+		     j->parent_rank, j->parent_nworkers);
+	if (get_string(p, g, "via", false, via, sizeof(via)) != NULL) {
+		for (k = 0; k < c->nports; k++)
+			if (strcmp(c->ports[k].name, via) == 0)
+				break;
+		if (k == c->nports)
+			perr(p, config_setting_get_member(g, "via"), "no port named '%s'", via);
+		j->parent_via = (int)k;
+	}
+	for (k = 0; k < c->nports && j->parent_via < 0; k++) {
+		uint32_t mask = prefix_mask(c->ports[k].prefix_len);
+
+		if ((c->ports[k].ipv4 & mask) == (j->parent_ip & mask))
+			j->parent_via = (int)k;
+	}
+	for (k = 0; k < c->nports; k++)
+		if (c->ports[k].ipv4 == j->parent_ip)
+			perr(p, g, "job %u: the parent %s is incad's own address", j->id, v);
+	if (j->parent_via < 0 && v != NULL)
+		perr(p, g, "job %u: no port's subnet holds the parent address %s: name the "
+		     "port that reaches it with 'via'", j->id, v);
+	v = get_string(p, g, "mac", false, NULL, 0);
+	if (v != NULL) {
+		if (parse_mac(v, j->parent_mac) != 0)
+			perr(p, config_setting_get_member(g, "mac"),
+			     "'%s' is not a unicast MAC address", v);
+		j->parent_has_mac = true;
+	}
+}
+
 static void
 parse_jobs(struct parser *p, const config_setting_t *l, struct incad_config *c)
 {
 	static const char *const keys[] = {"id", "tenant", "token", "nworkers", "pool_size",
 					   "max_elems", "window", "dtypes", "ops", "members",
-					   NULL};
+					   "parent", NULL};
 	int i, n = config_setting_length(l);
 	unsigned int k;
 
@@ -625,6 +687,9 @@ parse_jobs(struct parser *p, const config_setting_t *l, struct incad_config *c)
 			}
 		}
 		GET_UINT(p, g, "token", 0, UINT32_MAX, false, j->token);
+		s = member_of(p, g, "parent", CONFIG_TYPE_GROUP, false);
+		if (s != NULL)
+			parse_parent(p, s, c, j);
 		for (k = 0; k < c->njobs; k++)
 			if (c->jobs[k].id == j->id)
 				perr(p, g, "job %u is declared twice", j->id);

@@ -89,6 +89,21 @@ struct incad_job_conf {
 	uint16_t ops;        /* bit (1 << enum inca_op) */
 	uint32_t fixed;      /* ranks with a fixed address */
 	struct incad_member_conf members[INCA_MAX_WORKERS]; /* indexed by rank */
+	/*
+	 * A leaf of an aggregation tree (docs/protocol.md, "Aggregation
+	 * trees"): the job's partial sums go to the parent aggregator, as rank
+	 * parent_rank of its job parent_job.
+	 */
+	bool has_parent;
+	uint32_t parent_ip;        /* host order */
+	uint16_t parent_udp_port;  /* default: inca_port */
+	uint16_t parent_job;       /* default: this job's id */
+	uint32_t parent_token;     /* default: this job's token */
+	uint16_t parent_rank;
+	uint16_t parent_nworkers;  /* the parent job's size (its JOIN needs it) */
+	int parent_via;            /* port index to reach it; -1: the port whose subnet holds it */
+	bool parent_has_mac;       /* else resolved with ARP */
+	uint8_t parent_mac[6];
 };
 
 struct incad_config {

@@ -197,6 +197,7 @@ job_create(uint16_t id, unsigned int tenant, uint32_t token, uint16_t nworkers,
 		.dtypes = dtypes,
 		.ops = ops,
 		.seq_check = true,
+		.tree = conf != NULL && conf->has_parent,
 	};
 	struct incad_job *j;
 	int64_t base;
@@ -212,6 +213,12 @@ job_create(uint16_t id, unsigned int tenant, uint32_t token, uint16_t nworkers,
 	j->view = calloc(1, sizeof(*j->view));
 	if (j->view == NULL)
 		goto err_job;
+	if (p.tree) {
+		j->up = calloc(1, sizeof(*j->up));
+		if (j->up == NULL)
+			goto err_view;
+		j->up->conf = conf;
+	}
 	j->agg = agg_job_create(&p);
 	if (j->agg == NULL)
 		goto err_view;
@@ -242,6 +249,7 @@ job_create(uint16_t id, unsigned int tenant, uint32_t token, uint16_t nworkers,
 	return j;
 
 err_view:
+	free(j->up);
 	free(j->view);
 err_job:
 	rte_free(j);
@@ -282,6 +290,7 @@ retired_free(void *p, enum retire_kind kind)
 		return;
 	}
 	agg_job_destroy(j->agg);
+	free(j->up);
 	free(j->view);
 	rte_free(j);
 }
@@ -456,6 +465,12 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 			return;
 		}
 		t = (int)j->tenant;
+		/* A tree leaf not joined to its parent could not complete a
+		 * chunk: the worker retries, or falls back when it gives up. */
+		if (j->up != NULL && __atomic_load_n(&j->up->session, __ATOMIC_ACQUIRE) == 0) {
+			incad_drop_mbuf(lc, m, INCAD_DROP_UPLINK_DOWN);
+			return;
+		}
 	} else {
 		t = tenant_find(msg->job, msg->token);
 		if (t < 0 || !incad.cfg.tenants[t].dynamic_jobs) {
@@ -533,9 +548,15 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	 */
 	nv = *j->view;
 	if (nv.cur == 0) {
-		nv.g.max_elems = c.max_elems != 0 && c.max_elems < j->agg->p.max_elems ?
-					 c.max_elems : j->agg->p.max_elems;
-		nv.g.window = c.window != 0 && c.window < j->window ? c.window : j->window;
+		uint16_t jmax = j->agg->p.max_elems, jwin = j->window;
+
+		/* A tree leaf grants no more than its parent granted it. */
+		if (j->up != NULL) {
+			jmax = j->up->max_elems < jmax ? j->up->max_elems : jmax;
+			jwin = j->up->window < jwin ? j->up->window : jwin;
+		}
+		nv.g.max_elems = c.max_elems != 0 && c.max_elems < jmax ? c.max_elems : jmax;
+		nv.g.window = c.window != 0 && c.window < jwin ? c.window : jwin;
 		nv.g.dtypes = j->agg->p.dtypes;
 		nv.g.ops = j->agg->p.ops;
 	} else if ((c.max_elems != 0 && c.max_elems < nv.g.max_elems) ||
@@ -573,6 +594,11 @@ members_remove(struct incad_lcore *lc, struct incad_job *j, uint32_t gone, bool 
 {
 	struct incad_view nv = *j->view;
 
+	/* A tree leaf: nothing of the next incarnation goes up under the
+	 * parent session of this one (the uplink leaves it and joins anew). */
+	if (j->up != NULL)
+		__atomic_store_n(&j->up->session, 0, __ATOMIC_RELEASE);
+
 	nv.live &= ~gone;
 	if (evicted)
 		nv.evicted |= gone;
@@ -599,6 +625,25 @@ members_remove(struct incad_lcore *lc, struct incad_job *j, uint32_t gone, bool 
 	}
 	if (nv.live == 0 && j->dynamic)
 		job_destroy(lc, j);
+}
+
+void
+incad_ctrl_job_restart(struct incad_lcore *lc, struct incad_job *j)
+{
+	struct incad_view nv = *j->view;
+
+	if (j->up != NULL)
+		__atomic_store_n(&j->up->session, 0, __ATOMIC_RELEASE);
+	if (nv.cur == 0)
+		return;   /* nobody knows this incarnation: nothing of it to end */
+	nv.prev_session = nv.session;
+	nv.session = new_session(j, __atomic_add_fetch(&j->incarnations, 1, __ATOMIC_RELAXED),
+				 nv.session);
+	nv.cur = 0;
+	if (view_update(lc, j, &nv, true) != 0) {
+		__atomic_store_n(&j->paused, 1, __ATOMIC_RELEASE);
+		INCAD_LOG(ctrl, ERR, "job %u: out of memory, job paused", j->id);
+	}
 }
 
 static void

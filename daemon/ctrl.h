@@ -21,6 +21,7 @@
 #include <sys/queue.h>
 
 #include "incad.h"
+#include "tx.h"
 
 /* Where a member sends from and how to reach it. */
 struct incad_member {
@@ -77,6 +78,39 @@ struct incad_view {
 	struct incad_member m[INCA_MAX_WORKERS];
 };
 
+/*
+ * A tree leaf's link to its parent aggregator (uplink.c runs it on the I/O
+ * lcore). The dataplane reads session (acquire) and, when it is not 0,
+ * the fields above it, which do not change while session is not 0.
+ */
+struct incad_uplink {
+	struct incad_dest d;   /* the parent */
+	uint16_t job;          /* the parent's job ... */
+	uint16_t rank;         /* ... and this leaf's rank in it */
+	uint16_t max_elems;    /* the parent's grants: caps on the job's own */
+	uint16_t window;
+	/*
+	 * The parent's session this leaf's partials carry; 0 while not
+	 * joined (partials wait). Zeroed by the control plane before every
+	 * reset of the job, so that one incarnation of the job only ever
+	 * sends under one parent session (docs/protocol.md, "Aggregation
+	 * trees").
+	 */
+	uint32_t session;
+	/* uplink.c only. */
+	const struct incad_job_conf *conf;
+	int state;             /* enum in uplink.c */
+	uint32_t joined;       /* the session while UP, or the one being left */
+	uint32_t left;         /* the last session left (a late JOIN_ACK with it is refused) */
+	uint32_t hb_ms, evict_ms;
+	uint64_t next_tx;      /* next JOIN, LEAVE, HEARTBEAT or ARP request */
+	uint64_t last_rx;      /* last answer from the parent */
+	uint64_t since;        /* when the state was entered */
+	uint32_t backoff_ms;
+	uint64_t joins, losses; /* JOIN_ACKs taken, parent incarnations lost */
+	uint16_t last_nack;    /* the parent's last NACK reason */
+};
+
 /* Per-lcore per-job counters. X(name, description). */
 #define INCAD_JOB_COUNTERS(X) \
 	X(CONTRIB, "contributions counted") \
@@ -102,6 +136,7 @@ struct incad_job {
 	uint16_t id;
 	uint32_t token;
 	struct incad_view *view;           /* RCU-published */
+	struct incad_uplink *up;           /* tree leaf: the parent (NULL: a root) */
 	uint32_t paused;                   /* sets being reset: contributions drop */
 	uint64_t last_seen[INCA_MAX_WORKERS]; /* timer cycles; written by any lcore */
 	struct incad_job_stats st[INCAD_MAX_LCORES];
@@ -156,6 +191,13 @@ void incad_ctrl_handle(struct incad_lcore *lc, struct rte_mbuf *m);
  * layout) with NACK BAD_VERSION and incad's capabilities. Takes @m.
  */
 void incad_ctrl_bad_version(struct incad_lcore *lc, struct rte_mbuf *m);
+
+/*
+ * Start a new incarnation of @j that every member must join again (its
+ * members stay admitted; their messages of the old one get MEMBER_LOST):
+ * a tree leaf whose parent lost its incarnation.
+ */
+void incad_ctrl_job_restart(struct incad_lcore *lc, struct incad_job *j);
 
 /* Evict silent members; called on the I/O lcore every few milliseconds. */
 void incad_ctrl_timer(struct incad_lcore *lc, uint64_t now);

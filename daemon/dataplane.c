@@ -27,6 +27,7 @@
 #include "ctrl.h"
 #include "dataplane.h"
 #include "l2.h"
+#include "uplink.h"
 
 #define RX_BURST 32
 #define RING_BURST 64
@@ -248,6 +249,102 @@ nack_members(struct incad_lcore *lc, const struct incad_view *v, const struct in
 }
 
 /*
+ * Tree leaf: send the partial sum of @set to the parent, in @reuse (the
+ * contribution that completed it, or a retransmission into it), as this
+ * leaf's CONTRIB in the parent's job. Without a parent session (not
+ * joined, or the job is being reset) it waits: the members' next
+ * retransmission sends it. Takes @reuse.
+ */
+static void
+send_partial(struct incad_lcore *lc, const struct incad_job *job, const struct agg_set *set,
+	     struct rte_mbuf *reuse, bool retx)
+{
+	const struct incad_uplink *u = job->up;
+	uint32_t session = __atomic_load_n(&u->session, __ATOMIC_ACQUIRE);
+	size_t len = agg_result_len(set);
+	struct rte_mbuf *m = reuse;
+	uint8_t *p;
+
+	if (session == 0) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_UPLINK_WAIT);
+		return;
+	}
+	if (rte_mbuf_refcnt_read(m) != 1 || !RTE_MBUF_DIRECT(m) ||
+	    m->buf_len < RTE_PKTMBUF_HEADROOM + INCA_ENCAP_LEN + len) {
+		rte_pktmbuf_free(m);
+		m = rte_pktmbuf_alloc(incad.pool);
+		if (m == NULL) {
+			incad_drop(lc, INCAD_DROP_NO_MBUF);
+			return;
+		}
+	} else {
+		rte_pktmbuf_reset(m);
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, INCA_ENCAP_LEN + len);
+	if (p == NULL) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_NO_MBUF);
+		return;
+	}
+	agg_partial_write(job->agg, set, u->job, u->rank, session, retx, p + INCA_ENCAP_LEN);
+	incad_frame_headers(p, u->d.mac, &incad.ports[u->d.port].mac, u->d.local_ip, u->d.ip,
+			    u->d.udp_port, len);
+	m = incad_vlan_tag(lc, m, u->d.vlan);
+	if (m == NULL)
+		return;
+	lc->st.cnt[retx ? INCAD_CNT_PARTIAL_RETX : INCAD_CNT_PARTIAL_TX]++;
+	incad_tx(lc, m, u->d.port);
+}
+
+/*
+ * Tree leaf: the parent's RESULT, or its NACK about one chunk, on the
+ * lcore that owns the slot (the I/O lcore matched the parent and put the
+ * leaf's job id into msg.job). A RESULT for the set that waits for it
+ * completes the set: the members get it as if it had been summed here.
+ * A failed chunk fails the set and every member is told with the same
+ * reason. Anything else (a duplicate, a late copy, another session) is
+ * a counted drop. Takes @m.
+ */
+static void
+parent_input(struct incad_lcore *lc, struct rte_mbuf *m)
+{
+	struct incad_meta *meta = incad_meta(m);
+	const struct inca_msg *msg = &meta->msg;
+	struct incad_job *job = incad_job_get(msg->job);
+	const struct incad_view *v;
+	struct inca_msg echo;
+	struct agg_out out;
+
+	if (job == NULL || job->up == NULL || msg->token == 0 ||
+	    msg->token != __atomic_load_n(&job->up->session, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&job->paused, __ATOMIC_ACQUIRE)) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_PARENT_STALE);
+		return;
+	}
+	v = incad_job_view(job);
+	if (msg->type == INCA_MSG_RESULT) {
+		if (agg_parent_result(job->agg, msg, &out) != AGG_COMPLETE) {
+			incad_drop_mbuf(lc, m, INCAD_DROP_PARENT_STALE);
+			return;
+		}
+		lc->st.cnt[INCAD_CNT_PARENT_RESULT]++;
+		lc->st.cnt[INCAD_CNT_COMPLETE]++;
+		job->st[lc->idx].c[INCAD_JOB_COMPLETE]++;
+		send_results(lc, job, v, out.set, m);
+		return;
+	}
+	if (agg_parent_fail(job->agg, msg, &out) != AGG_MISMATCH) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_PARENT_STALE);
+		return;
+	}
+	/* The members' chunk, in their job and incarnation. */
+	echo = *msg;
+	echo.job = job->id;
+	echo.token = v->session;
+	nack_members(lc, v, &echo, msg->reason);
+	free_later(lc, m);
+}
+
+/*
  * A contribution on the lcore that owns its slot. The sender must be the
  * member its rank was admitted as (address and port), or the packet is
  * dropped without an answer: a spoofed source must not make incad a
@@ -266,6 +363,10 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	uint32_t bit;
 	bool addr_ok;
 
+	if (unlikely(msg->type != INCA_MSG_CONTRIB)) {
+		parent_input(lc, m);
+		return;
+	}
 	job = incad_job_get(msg->job);
 	if (job == NULL) {
 		incad_drop_mbuf(lc, m, INCAD_DROP_UNKNOWN_JOB);
@@ -332,6 +433,14 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		js->c[INCAD_JOB_COMPLETE]++;
 		/* From here on m is a RESULT (its contribution was counted). */
 		send_results(lc, job, v, out.set, m);
+		return;
+	case AGG_PARTIAL:
+		lc->st.cnt[INCAD_CNT_CONTRIB]++;
+		js->c[INCAD_JOB_CONTRIB]++;
+		send_partial(lc, job, out.set, m, false);
+		return;
+	case AGG_RESEND_UP:
+		send_partial(lc, job, out.set, m, true);
 		return;
 	case AGG_REPLAY: {
 		/* msg->rank is read before m is reset into the replay. */
@@ -436,6 +545,23 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 	}
 
 	switch (msg->type) {
+	case INCA_MSG_RESULT:
+	case INCA_MSG_NACK:
+	case INCA_MSG_JOIN_ACK:
+	case INCA_MSG_LEAVE_ACK:
+	case INCA_MSG_HEARTBEAT_ACK:
+	case INCA_MSG_CAPS:
+		/* Only a tree's parent sends these to incad. */
+		switch (incad_uplink_input(lc, m, now)) {
+		case INCAD_UPLINK_DONE:
+			return;
+		case INCAD_UPLINK_DATA:
+			break;
+		default:
+			incad_drop_mbuf(lc, m, INCAD_DROP_UNEXPECTED_MSG);
+			return;
+		}
+		/* fall through - a RESULT goes where the contributions go */
 	case INCA_MSG_CONTRIB:
 		if (injected_loss()) {
 			incad_drop_mbuf(lc, m, INCAD_DROP_INJECTED_LOSS);

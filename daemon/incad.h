@@ -50,6 +50,11 @@
 	X(CTRL_TX, "control answers sent") \
 	X(ARP_REPLY, "ARP replies sent") \
 	X(ARP_LEARN, "neighbours learned from ARP") \
+	X(ARP_REQUEST, "ARP requests sent (a tree's parent)") \
+	X(PARTIAL_TX, "partial sums sent to a tree's parent") \
+	X(PARTIAL_RETX, "partial sums sent again (a member retransmitted)") \
+	X(PARENT_RESULT, "results from a tree's parent handed to the members") \
+	X(UPLINK_TX, "control messages sent to a tree's parent") \
 	X(ICMP_REPLY, "ICMP echo replies sent") \
 	X(L2_FWD, "frames forwarded to one port (switch mode)") \
 	X(L2_FLOOD, "frames flooded to the other ports (switch mode)") \
@@ -94,6 +99,10 @@ enum incad_counter {
 	X(TX_RING_FULL, "ring back to the I/O lcore full") \
 	X(TX_FULL, "port transmit queue full") \
 	X(SHUTDOWN, "frame left in a ring at shutdown") \
+	X(UPLINK_DOWN, "JOIN of a tree's leaf job while it is not joined to its parent") \
+	X(UPLINK_WAIT, "partial sum held: the leaf is not joined to its parent (resent on retransmission)") \
+	X(PARENT_STALE, "result or NACK from the parent for no waiting set or another session") \
+	X(PARENT_UNEXPECTED, "message from the parent the leaf does not expect now") \
 	X(INJECTED_LOSS, "contribution dropped on purpose (telemetry /incad/drop_prob)")
 
 enum incad_drop {

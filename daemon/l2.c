@@ -328,3 +328,57 @@ incad_l2_icmp(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, size
 	lc->st.cnt[INCAD_CNT_ICMP_REPLY]++;
 	incad_tx(lc, m, in_port);
 }
+
+bool
+incad_l2_neigh_lookup(uint32_t ip, uint8_t mac[6], uint16_t *port)
+{
+	unsigned int i, h = rte_hash_crc_4byte(ip, 0) % NEIGH_SIZE;
+
+	for (i = 0; i < PROBES; i++) {
+		const struct neigh_entry *e = &neigh[(h + i) % NEIGH_SIZE];
+
+		if (e->ip == ip) {
+			memcpy(mac, e->mac, 6);
+			*port = e->port;
+			return true;
+		}
+		if (e->ip == 0)
+			break;
+	}
+	return false;
+}
+
+void
+incad_l2_arp_request(struct incad_lcore *lc, uint16_t port_idx, uint32_t ip)
+{
+	const struct incad_port *port = &incad.ports[port_idx];
+	struct rte_ether_hdr *eth;
+	struct rte_arp_hdr *arp;
+	struct rte_mbuf *m;
+
+	m = rte_pktmbuf_alloc(incad.pool);
+	if (m == NULL) {
+		incad_drop(lc, INCAD_DROP_NO_MBUF);
+		return;
+	}
+	eth = (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) + sizeof(*arp));
+	if (eth == NULL) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_NO_MBUF);
+		return;
+	}
+	memset(&eth->dst_addr, 0xff, sizeof(eth->dst_addr));
+	eth->src_addr = port->mac;
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+	arp = (struct rte_arp_hdr *)(eth + 1);
+	arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+	arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	arp->arp_hlen = RTE_ETHER_ADDR_LEN;
+	arp->arp_plen = 4;
+	arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
+	arp->arp_data.arp_sha = port->mac;
+	arp->arp_data.arp_sip = port->ipv4_be;
+	memset(&arp->arp_data.arp_tha, 0, sizeof(arp->arp_data.arp_tha));
+	arp->arp_data.arp_tip = rte_cpu_to_be_32(ip);
+	lc->st.cnt[INCAD_CNT_ARP_REQUEST]++;
+	incad_tx(lc, m, port_idx);
+}

@@ -8,6 +8,7 @@
 #ifndef INCAD_L2_H
 #define INCAD_L2_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tx.h"
@@ -26,6 +27,13 @@ void incad_l2_arp(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, 
 		  uint64_t now);
 /* Answer the ICMP echo request in @m (IPv4 header valid, for us). Takes @m. */
 void incad_l2_icmp(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, size_t l3);
+/*
+ * The MAC and port of neighbour @ip, learned from ARP (its requests to
+ * incad or its replies). False when unknown.
+ */
+bool incad_l2_neigh_lookup(uint32_t ip, uint8_t mac[6], uint16_t *port);
+/* Broadcast an ARP request for @ip on port index @port (the I/O lcore). */
+void incad_l2_arp_request(struct incad_lcore *lc, uint16_t port, uint32_t ip);
 /* Entries in the MAC and neighbour tables (racy, for telemetry). */
 unsigned int incad_l2_macs(void);
 unsigned int incad_l2_neighbours(void);

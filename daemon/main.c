@@ -25,6 +25,7 @@
 #include "ctrl.h"
 #include "dataplane.h"
 #include "l2.h"
+#include "uplink.h"
 #include "kernels.h"
 
 struct incad incad;
@@ -357,8 +358,13 @@ main(int argc, char **argv)
 	ret = incad_ctrl_init();
 	if (ret != 0)
 		goto out_ctrl;
-	/* Periodic work of the I/O lcore: eviction, then the statistics. */
-	if (incad_timer_add(incad_ctrl_timer) != 0 || incad_timer_add(incad_stats_timer) != 0) {
+	ret = incad_uplink_init();
+	if (ret != 0)
+		goto out_ctrl;
+	/* Periodic work of the I/O lcore: eviction, the tree leaves' uplinks,
+	 * then the statistics. */
+	if (incad_timer_add(incad_ctrl_timer) != 0 || incad_timer_add(incad_uplink_timer) != 0 ||
+	    incad_timer_add(incad_stats_timer) != 0) {
 		ret = -ENOSPC;
 		goto out_ctrl;
 	}

@@ -20,6 +20,7 @@
 
 #include "ctrl.h"
 #include "l2.h"
+#include "uplink.h"
 
 static const char *
 mode_name(void)
@@ -113,6 +114,23 @@ job_summary(struct rte_tel_data *jd, const struct incad_job *j)
 	rte_tel_data_add_dict_int(jd, "grant_max_elems", v->g.max_elems);
 	for (k = 0; k < INCAD_JOB_CNT_COUNT; k++)
 		rte_tel_data_add_dict_u64(jd, job_counter_names[k], c[k]);
+	if (j->up != NULL) {
+		const struct incad_uplink *u = j->up;
+		char ip[16];
+
+		/* Racy reads of the uplink's bookkeeping: a snapshot to show. */
+		rte_tel_data_add_dict_string(jd, "parent",
+					     incad_ipv4_str(u->d.ip, ip, sizeof(ip)));
+		rte_tel_data_add_dict_int(jd, "parent_udp_port", u->d.udp_port);
+		rte_tel_data_add_dict_int(jd, "parent_job", u->job);
+		rte_tel_data_add_dict_int(jd, "parent_rank", u->rank);
+		rte_tel_data_add_dict_string(jd, "parent_state", incad_uplink_state_name(u));
+		rte_tel_data_add_dict_string(jd, "parent_port", incad.ports[u->d.port].name);
+		rte_tel_data_add_dict_u64(jd, "parent_joins", u->joins);
+		rte_tel_data_add_dict_u64(jd, "parent_losses", u->losses);
+		rte_tel_data_add_dict_string(jd, "parent_last_nack",
+					     u->last_nack ? inca_nack_name(u->last_nack) : "none");
+	}
 }
 
 /* Telemetry answers are at most 16 KiB: list this many jobs, compactly. */
@@ -137,9 +155,11 @@ tel_jobs(const char *cmd __rte_unused, const char *params __rte_unused,
 		job_counters(j, c);
 		snprintf(key, sizeof(key), "%u", i);
 		snprintf(buf, sizeof(buf), "tenant=%s members=%d/%u slots=%u busy=%u "
-			 "complete=%" PRIu64 " drop=%" PRIu64, incad.cfg.tenants[j->tenant].name,
+			 "complete=%" PRIu64 " drop=%" PRIu64 "%s%s", incad.cfg.tenants[j->tenant].name,
 			 __builtin_popcount(v->live), j->agg->p.nworkers, j->agg->p.pool_size,
-			 agg_job_busy_slots(j->agg), c[INCAD_JOB_COMPLETE], c[INCAD_JOB_DROP]);
+			 agg_job_busy_slots(j->agg), c[INCAD_JOB_COMPLETE], c[INCAD_JOB_DROP],
+			 j->up != NULL ? " parent=" : "",
+			 j->up != NULL ? incad_uplink_state_name(j->up) : "");
 		rte_tel_data_add_dict_string(d, key, buf);
 		n++;
 	}

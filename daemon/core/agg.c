@@ -78,6 +78,8 @@ params_valid(const struct agg_job_params *p)
 		return false;
 	if (p->pool_size == 0)
 		return false;
+	if (p->tree && !p->seq_check)
+		return false;
 	if (p->max_elems == 0 || p->max_elems > INCA_MAX_ELEMS)
 		return false;
 	if (p->dtypes == 0 || (p->dtypes & ~all_dtypes) != 0)
@@ -229,8 +231,11 @@ agg_job_busy_slots(const struct agg_job *j)
 	for (slot = 0; slot < j->p.pool_size; slot++) {
 		const struct agg_set *s = &j->sets[2 * slot];
 
-		if (__atomic_load_n(&s[0].state, __ATOMIC_RELAXED) == AGG_SET_FILLING ||
-		    __atomic_load_n(&s[1].state, __ATOMIC_RELAXED) == AGG_SET_FILLING)
+		uint8_t a = __atomic_load_n(&s[0].state, __ATOMIC_RELAXED);
+		uint8_t b = __atomic_load_n(&s[1].state, __ATOMIC_RELAXED);
+
+		if (a == AGG_SET_FILLING || a == AGG_SET_PARTIAL || b == AGG_SET_FILLING ||
+		    b == AGG_SET_PARTIAL)
 			n++;
 	}
 	return n;
@@ -305,8 +310,23 @@ seq_before(uint32_t a, uint32_t b)
 static inline void
 clear_other(struct agg_set *o, uint32_t bit)
 {
-	if (o->state != AGG_SET_FILLING)
+	if (o->state != AGG_SET_FILLING && o->state != AGG_SET_PARTIAL)
 		o->bitmap &= ~bit;
+}
+
+/*
+ * Every member counted in @s: the result is ready, or, on a leaf of a
+ * tree, the partial is, and the set waits for the parent's result.
+ */
+static inline enum agg_verdict
+complete(struct agg_job *j, struct agg_set *s, struct agg_out *out)
+{
+	if (j->p.tree) {
+		__atomic_store_n(&s->state, AGG_SET_PARTIAL, __ATOMIC_RELAXED);
+		return verdict(out, AGG_PARTIAL, s);
+	}
+	__atomic_store_n(&s->state, AGG_SET_COMPLETE, __ATOMIC_RELAXED);
+	return verdict(out, AGG_COMPLETE, s);
 }
 
 /* Rules 1 and 5: the first contribution of a new use of @s. */
@@ -325,10 +345,8 @@ start_use(struct agg_job *j, struct agg_set *s, struct agg_set *o, const struct 
 	s->exp = m->exp;
 	s->remaining = j->p.nworkers - 1;
 	clear_other(o, bit);
-	if (s->remaining == 0) {
-		__atomic_store_n(&s->state, AGG_SET_COMPLETE, __ATOMIC_RELAXED);
-		return verdict(out, AGG_COMPLETE, s);
-	}
+	if (s->remaining == 0)
+		return complete(j, s, out);
 	__atomic_store_n(&s->state, AGG_SET_FILLING, __ATOMIC_RELAXED);
 	return verdict(out, AGG_PENDING, s);
 }
@@ -396,10 +414,8 @@ agg_contribute(struct agg_job *j, const struct inca_msg *m, struct agg_out *out)
 		if (m->exp > s->exp)
 			s->exp = m->exp;
 		clear_other(o, bit);
-		if (--s->remaining == 0) {
-			__atomic_store_n(&s->state, AGG_SET_COMPLETE, __ATOMIC_RELAXED);
-			return verdict(out, AGG_COMPLETE, s);
-		}
+		if (--s->remaining == 0)
+			return complete(j, s, out);
 		return verdict(out, AGG_PENDING, s);
 	case AGG_SET_COMPLETE:
 		if (p->seq_check && m->seq != s->seq) {
@@ -420,6 +436,23 @@ agg_contribute(struct agg_job *j, const struct inca_msg *m, struct agg_out *out)
 		if (p->seq_check)
 			return drop(out, AGG_DROP_STALE);
 		return start_use(j, s, o, m, bit, out);
+	case AGG_SET_PARTIAL:
+		/*
+		 * Tree leaf, waiting for the parent: a copy of a counted
+		 * contribution means its sender lost nothing yet but waits,
+		 * and its retransmission drives the partial's (the parent
+		 * answers a repeated partial with a replay). A newer seq
+		 * cannot come from a correct worker (the same argument as
+		 * CONFLICT: nobody has this chunk's result yet).
+		 */
+		if (m->seq != s->seq)
+			return drop(out, seq_before(m->seq, s->seq) ? AGG_DROP_STALE :
+				    AGG_DROP_CONFLICT);
+		if (unlikely(!same_use(s, m)))
+			return drop(out, AGG_DROP_MISMATCH);
+		if (s->bitmap & bit)
+			return verdict(out, AGG_RESEND_UP, s);
+		return drop(out, AGG_DROP_STALE);
 	case AGG_SET_FAILED:
 		/* Only with seq_check: rule 7. */
 		if (m->seq == s->seq)
@@ -478,4 +511,77 @@ agg_result_set_rank(void *msg, uint16_t rank)
 
 	p[0] = (uint8_t)(rank >> 8);
 	p[1] = (uint8_t)rank;
+}
+
+size_t
+agg_partial_write(const struct agg_job *j, const struct agg_set *s, uint16_t job, uint16_t rank,
+		  uint32_t token, bool retx, void *buf)
+{
+	struct inca_msg m = {
+		.version = INCA_PROTO_VERSION,
+		.type = INCA_MSG_CONTRIB,
+		.dtype = s->dtype,
+		.op = s->op,
+		.job = job,
+		.rank = rank,
+		.token = token,
+		.slot = s->slot,
+		.flags = (uint8_t)(s->set | (s->flags & AGG_KEPT_FLAGS) | (retx ? INCA_F_RETX : 0)),
+		.exp = s->exp,
+		.seq = s->seq,
+		.offset = s->offset,
+		.count = s->count,
+	};
+
+	inca_hdr_encode(&m, buf);
+	j->export[s->dtype]((uint8_t *)buf + INCA_HDR_LEN, s->acc, s->count);
+	return agg_result_len(s);
+}
+
+/* The set a parent's message names, if it is a PARTIAL set of that use. */
+static struct agg_set *
+partial_of(struct agg_job *j, const struct inca_msg *m)
+{
+	struct agg_set *s;
+
+	if (m->slot >= j->p.pool_size)
+		return NULL;
+	s = &j->sets[2 * (size_t)m->slot + (m->flags & INCA_F_SET)];
+	if (s->state != AGG_SET_PARTIAL || s->seq != m->seq)
+		return NULL;
+	return s;
+}
+
+enum agg_verdict
+agg_parent_result(struct agg_job *j, const struct inca_msg *m, struct agg_out *out)
+{
+	struct agg_set *s;
+
+	if (unlikely(m->type != INCA_MSG_RESULT || !j->p.tree))
+		return drop(out, AGG_DROP_NOT_CONTRIB);
+	s = partial_of(j, m);
+	if (s == NULL)
+		return drop(out, AGG_DROP_STALE);
+	if (!same_use(s, m))
+		return drop(out, AGG_DROP_MISMATCH);
+	if (unlikely(m->body == NULL || m->body_len < (size_t)m->count * elem_size(m->dtype)))
+		return drop(out, AGG_DROP_MALFORMED);
+	/* The parent's sum replaces the partial; exp is the tree's maximum. */
+	j->init[m->dtype](s->acc, m->body, m->count);
+	s->exp = m->exp;
+	__atomic_store_n(&s->state, AGG_SET_COMPLETE, __ATOMIC_RELAXED);
+	return verdict(out, AGG_COMPLETE, s);
+}
+
+enum agg_verdict
+agg_parent_fail(struct agg_job *j, const struct inca_msg *m, struct agg_out *out)
+{
+	struct agg_set *s = partial_of(j, m);
+
+	if (s == NULL)
+		return drop(out, AGG_DROP_STALE);
+	__atomic_store_n(&s->state, AGG_SET_FAILED, __ATOMIC_RELAXED);
+	verdict(out, AGG_MISMATCH, s);
+	out->first = true;
+	return AGG_MISMATCH;
 }

@@ -54,6 +54,7 @@ enum agg_set_state {
 	AGG_SET_FILLING,   /* some contributions counted, not all */
 	AGG_SET_COMPLETE,  /* result ready; kept for replays until reused */
 	AGG_SET_FAILED,    /* the use's contributions disagreed (MISMATCH); kept until reused */
+	AGG_SET_PARTIAL,   /* tree leaf: every member counted, the parent's result awaited */
 };
 
 /*
@@ -87,6 +88,12 @@ struct agg_job_params {
 	uint16_t dtypes;     /* allowed data types, bit (1 << enum inca_dtype) */
 	uint16_t ops;        /* allowed operations, bit (1 << enum inca_op) */
 	bool seq_check;      /* reject stale and conflicting seq (software) */
+	/*
+	 * A leaf of an aggregation tree: a set whose members all counted is
+	 * a partial sum for the parent (PARTIAL), complete only once the
+	 * parent's result replaces it (agg_parent_result()). Needs seq_check.
+	 */
+	bool tree;
 };
 
 struct agg_job {
@@ -115,6 +122,13 @@ enum agg_verdict {
 	 * to the sender (a contribution to a set that failed before).
 	 */
 	AGG_MISMATCH,
+	/* Tree leaf: counted and the set's partial is ready: send it to the parent. */
+	AGG_PARTIAL,
+	/*
+	 * Tree leaf: a retransmission into a set still waiting for the
+	 * parent: send the partial again (the parent dedups it, or replays).
+	 */
+	AGG_RESEND_UP,
 };
 
 struct agg_out {
@@ -189,6 +203,34 @@ size_t agg_result_len(const struct agg_set *s);
  */
 size_t agg_result_write(const struct agg_job *j, const struct agg_set *s, uint16_t dst_rank,
 			bool replay, void *buf);
+
+/*
+ * Tree leaf: write the partial sum of the PARTIAL set @s as the CONTRIB of
+ * rank @rank of the parent's job @job, carrying the parent session @token
+ * (RETX when @retx), into @buf (agg_result_len(s) bytes). Returns the
+ * length written.
+ */
+size_t agg_partial_write(const struct agg_job *j, const struct agg_set *s, uint16_t job,
+			 uint16_t rank, uint32_t token, bool retx, void *buf);
+
+/*
+ * Tree leaf: the parent's RESULT @m (decoded; its job and token already
+ * checked by the caller) for a PARTIAL set of the same slot, set, seq and
+ * chunk: the parent's sum and exponent replace the partial, the set is
+ * COMPLETE (verdict AGG_COMPLETE: send the result to every member).
+ * Anything else is dropped: STALE when no set of this use waits (a
+ * duplicate or late RESULT), MISMATCH when the chunk differs.
+ */
+enum agg_verdict agg_parent_result(struct agg_job *j, const struct inca_msg *m,
+				   struct agg_out *out);
+
+/*
+ * Tree leaf: the parent failed the chunk named by @m (NACK MISMATCH): the
+ * PARTIAL set of that use becomes FAILED (verdict AGG_MISMATCH with
+ * out->first: tell every member); else dropped STALE.
+ */
+enum agg_verdict agg_parent_fail(struct agg_job *j, const struct inca_msg *m,
+				 struct agg_out *out);
 
 /* Rewrite the rank field of a RESULT already written by agg_result_write(). */
 void agg_result_set_rank(void *msg, uint16_t rank);
