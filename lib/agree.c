@@ -101,25 +101,37 @@ li_agree_minmax(struct inca_comm *c, const uint32_t *v, unsigned n, uint32_t *mn
 /* What every rank brings to a membership agreement. */
 enum {
 	AG_ERR,      /* -error of this rank (0: joined) */
-	AG_SESSION,  /* the rest: must be equal on every rank */
-	AG_WINDOW,
+	AG_AGG,      /* which aggregator of a tree's list it joined */
+	AG_SESSION,  /* equal on the ranks of one aggregator */
+	AG_WINDOW,   /* the rest: equal on every rank */
 	AG_ELEMS,
 	AG_POOL,
 	AG_FLOAT,
 	AG_NWORDS_
 };
 
+static const char *const ag_names[AG_NWORDS_] = {
+	[AG_SESSION] = "sessions", [AG_WINDOW] = "windows", [AG_ELEMS] = "max_elems",
+	[AG_POOL] = "pools", [AG_FLOAT] = "float modes",
+};
+
+/*
+ * Did every rank join, and do their grants agree? Every rank of one
+ * aggregator must hold its one session; across the aggregators of a tree
+ * the sessions differ (each leaf has its own), the grants must not.
+ */
 int
 li_agree_membership(struct inca_comm *c, int local)
 {
-	uint32_t v[AG_NWORDS_], mn[AG_NWORDS_], mx[AG_NWORDS_];
-	unsigned i;
+	uint32_t v[AG_NWORDS_], *all, maxerr = 0;
+	unsigned i, r, q;
 	int ret;
 
 	if (local == INCA_OK && !c->joined)
 		local = INCA_EPROTO;
 	memset(v, 0, sizeof(v));
 	v[AG_ERR] = (uint32_t)-local;
+	v[AG_AGG] = c->agg_index;
 	if (local == INCA_OK) {
 		v[AG_SESSION] = li_session(c);
 		v[AG_WINDOW] = c->window;
@@ -127,28 +139,48 @@ li_agree_membership(struct inca_comm *c, int local)
 		v[AG_POOL] = c->pool;
 		v[AG_FLOAT] = c->float_native;
 	}
-	ret = li_agree_minmax(c, v, AG_NWORDS_, mn, mx);
+	all = malloc((size_t)c->o.size * AG_NWORDS_ * sizeof(*all));
+	if (all == NULL)
+		return INCA_ENOMEM;
+	ret = gather(c, v, AG_NWORDS_, all);
 	if (ret < 0)
-		return ret;
-	if (mx[AG_ERR] != 0) {
+		goto out;
+	for (r = 0; r < c->o.size; r++)
+		maxerr = all[r * AG_NWORDS_ + AG_ERR] > maxerr ? all[r * AG_NWORDS_ + AG_ERR] :
+								 maxerr;
+	if (maxerr != 0) {
 		/* The same answer on every rank: the lowest error code (the
 		 * largest negation) any rank had. */
 		if (local == INCA_OK)
 			li_log(INCA_LOG_WARN, "job %u rank %u: another rank did not join (%s): "
 			       "nobody uses the aggregator", c->o.job, c->o.rank,
-			       inca_strerror(-(int)mx[AG_ERR]));
-		return -(int)mx[AG_ERR];
+			       inca_strerror(-(int)maxerr));
+		ret = -(int)maxerr;
+		goto out;
 	}
-	for (i = AG_SESSION; i < AG_NWORDS_; i++) {
-		if (mn[i] != mx[i]) {
-			li_log(INCA_LOG_ERR,
-			       "job %u rank %u: the ranks joined with different %s (%u..%u): "
-			       "nobody uses the aggregator", c->o.job, c->o.rank,
-			       i == AG_SESSION ? "sessions" : i == AG_WINDOW ? "windows" :
-			       i == AG_ELEMS ? "max_elems" : i == AG_POOL ? "pools" : "float modes",
-			       mn[i], mx[i]);
-			return INCA_EPROTO;
+	for (r = 1; r < c->o.size && ret == INCA_OK; r++) {
+		const uint32_t *a = all + (size_t)r * AG_NWORDS_;
+
+		for (i = AG_SESSION; i < AG_NWORDS_; i++) {
+			/* A session is compared with the first rank of the
+			 * same aggregator, the grants with rank 0's. */
+			for (q = 0; i == AG_SESSION && q < r; q++)
+				if (all[(size_t)q * AG_NWORDS_ + AG_AGG] == a[AG_AGG])
+					break;
+			if (i == AG_SESSION && q == r)
+				continue;
+			q = i == AG_SESSION ? q : 0;
+			if (a[i] != all[(size_t)q * AG_NWORDS_ + i]) {
+				li_log(INCA_LOG_ERR,
+				       "job %u rank %u: ranks %u and %u joined with different %s "
+				       "(%u, %u): nobody uses the aggregator", c->o.job, c->o.rank,
+				       q, r, ag_names[i], all[(size_t)q * AG_NWORDS_ + i], a[i]);
+				ret = INCA_EPROTO;
+				break;
+			}
 		}
 	}
-	return INCA_OK;
+out:
+	free(all);
+	return ret;
 }

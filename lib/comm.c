@@ -137,7 +137,7 @@ inca_comm_opts_from_env(struct inca_comm_opts *o)
 	/* The first of these that is set wins, so that launchers' own
 	 * variables work without INCA_RANK / INCA_SIZE. */
 	for (i = 0; i < 3; i++) {
-		if (env_uint(rank_vars[i], INCA_MAX_WORKERS - 1, &v, &set) < 0)
+		if (env_uint(rank_vars[i], UINT16_MAX - 1, &v, &set) < 0)
 			return INCA_EINVAL;
 		if (set) {
 			o->rank = v;
@@ -145,7 +145,7 @@ inca_comm_opts_from_env(struct inca_comm_opts *o)
 		}
 	}
 	for (i = 0; i < 3; i++) {
-		if (env_uint(size_vars[i], INCA_MAX_WORKERS, &v, &set) < 0)
+		if (env_uint(size_vars[i], UINT16_MAX, &v, &set) < 0)
 			return INCA_EINVAL;
 		if (set) {
 			o->size = v;
@@ -216,12 +216,51 @@ parse_addr(const char *s, uint16_t def_port, struct sockaddr_in *sa)
 
 /* ---- create / destroy -------------------------------------------------- */
 
+/*
+ * Where this rank aggregates: opts.aggregator is one address, or a comma
+ * separated list of K leaf aggregators of a tree, each serving a block of
+ * B = ceil(size / K) consecutive ranks: rank r joins aggregator r / B as
+ * its rank r mod B, in a job of min(B, size - (r / B) * B) ranks
+ * (docs/libinca.md, "Trees"). Every aggregator sees at most 32 of them.
+ */
+static int
+li_place(struct inca_comm *c)
+{
+	unsigned k = 1, i, b, leaf;
+	char *p, *end;
+
+	for (p = c->agg_str; *p != '\0'; p++)
+		k += *p == ',';
+	b = (c->o.size + k - 1) / k;
+	leaf = c->o.rank / b;
+	if (b > INCA_MAX_WORKERS || leaf >= k) {
+		li_log(INCA_LOG_ERR, "%u ranks over %u aggregator(s): %u per aggregator (at most "
+		       "%u), or aggregators without ranks", c->o.size, k, b, INCA_MAX_WORKERS);
+		return INCA_EINVAL;
+	}
+	p = c->agg_str;
+	for (i = 0; i < leaf; i++)
+		p = strchr(p, ',') + 1;
+	end = strchr(p, ',');
+	if (end != NULL)
+		*end = '\0';
+	c->agg_one = p;
+	c->agg_index = leaf;
+	c->wrank = (uint16_t)(c->o.rank - leaf * b);
+	c->wsize = (uint16_t)(c->o.size - leaf * b < b ? c->o.size - leaf * b : b);
+	if (*p == '\0') {
+		li_log(INCA_LOG_ERR, "empty aggregator address in '%s'", c->o.aggregator);
+		return INCA_EINVAL;
+	}
+	return INCA_OK;
+}
+
 static int
 opts_check(const struct inca_comm_opts *o)
 {
 	if (o == NULL || o->aggregator == NULL)
 		return INCA_EINVAL;
-	if (o->job == 0 || o->size == 0 || o->size > INCA_MAX_WORKERS || o->rank >= o->size)
+	if (o->job == 0 || o->size == 0 || o->rank >= o->size)
 		return INCA_EINVAL;
 	if (o->max_elems > INCA_MAX_ELEMS)
 		return INCA_EINVAL;
@@ -306,6 +345,10 @@ inca_comm_create(const struct inca_comm_opts *in, struct inca_comm **out)
 	c->bind_str = o->bind ? strdup(o->bind) : NULL;
 	c->o.aggregator = c->agg_str;
 	c->o.bind = c->bind_str;
+	if (c->agg_str != NULL && li_place(c) != INCA_OK) {
+		ret = INCA_EINVAL;
+		goto fail;
+	}
 	/* tx and rx slots hold one datagram of at most one MTU. */
 	c->tx_mem = malloc((size_t)LI_BATCH * c->o.mtu);
 	c->rx_mem = malloc((size_t)LI_BATCH * c->o.mtu);
@@ -321,7 +364,7 @@ inca_comm_create(const struct inca_comm_opts *in, struct inca_comm **out)
 	 * is left waiting in it: an unresolvable address is this rank's
 	 * error like a refused JOIN.
 	 */
-	ret = parse_addr(c->agg_str, INCA_UDP_PORT, &c->agg_addr);
+	ret = parse_addr(c->agg_one, INCA_UDP_PORT, &c->agg_addr);
 	if (ret == INCA_OK && c->bind_str != NULL)
 		ret = parse_addr(c->bind_str, 0, &c->bind_addr);
 	if (ret == INCA_OK)

@@ -263,7 +263,7 @@ emit(struct inca_comm *c, struct li_chunk *e, bool retx)
 	m.dtype = r->wire_dtype;
 	m.op = r->wire_op;
 	m.job = c->o.job;
-	m.rank = c->o.rank;
+	m.rank = c->wrank;
 	m.token = li_session(c);
 	m.slot = (uint16_t)(e->seq % c->pool);
 	m.flags = (uint8_t)(((e->seq / c->pool) & 1) ? INCA_F_SET : 0) | r->flags |
@@ -588,7 +588,7 @@ li_handle_msg(struct inca_comm *c, const void *buf, size_t len)
 		c->alive_ns = li_now_ns();
 		return;
 	}
-	if (m.job != c->o.job || m.rank != c->o.rank || m.token != li_session(c)) {
+	if (m.job != c->o.job || m.rank != c->wrank || m.token != li_session(c)) {
 		c->st.rx_invalid++;
 		return;
 	}

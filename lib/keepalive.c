@@ -47,7 +47,7 @@ ka_main(void *arg)
 	m.version = INCA_PROTO_VERSION;
 	m.type = INCA_MSG_HEARTBEAT;
 	m.job = c->o.job;
-	m.rank = c->o.rank;
+	m.rank = c->wrank;
 	m.token = li_session(c);
 	inca_hdr_encode(&m, buf);
 	/* hb_ms is fixed by JOIN_ACK before the thread starts. */

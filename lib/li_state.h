@@ -107,6 +107,17 @@ struct inca_comm {
 	/* configuration */
 	struct inca_comm_opts o;
 	char *agg_str;
+	/*
+	 * Where this rank aggregates (li_place()): the address of its
+	 * aggregator in agg_str, which one of the list it is, and its rank and
+	 * group size there (the wire's rank and nworkers). With one aggregator
+	 * they are o.rank and o.size; o.rank and o.size stay the job's, for
+	 * the agreements, the fallback and the BFP scale.
+	 */
+	const char *agg_one;
+	unsigned agg_index;
+	uint16_t wrank;
+	uint16_t wsize;
 	char *bind_str;
 	struct sockaddr_in agg_addr;
 	struct sockaddr_in bind_addr;

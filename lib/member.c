@@ -24,7 +24,7 @@ hdr_init(struct inca_comm *c, struct inca_msg *m, unsigned type)
 	m->version = INCA_PROTO_VERSION;
 	m->type = type;
 	m->job = type == INCA_MSG_HELLO ? 0 : c->o.job;
-	m->rank = c->o.rank;
+	m->rank = c->wrank;
 	/* Only HELLO and JOIN prove knowledge of the job token; everything
 	 * after JOIN_ACK names the incarnation it belongs to. */
 	m->token = type == INCA_MSG_HELLO || type == INCA_MSG_JOIN ? c->o.token : li_session(c);
@@ -58,7 +58,7 @@ ctrl_request(const struct inca_comm *c, struct inca_ctrl_info *ci, bool join)
 	if (c->float_native)
 		ci->dtypes = c->agg_dtypes;
 	ci->ops = c->agg_ops & ((1u << INCA_OP_COUNT) - 1);
-	ci->nworkers = c->o.size;
+	ci->nworkers = c->wsize;
 	ci->pool_size = c->o.pool_size;
 	ci->window = c->o.window;
 	if (ci->pool_size != 0 && ci->window > ci->pool_size)
@@ -160,7 +160,7 @@ exchange(struct inca_comm *c, unsigned type, unsigned want, uint32_t give_up_ms,
 			}
 			if (m.type == want &&
 			    (want == INCA_MSG_CAPS ||
-			     (m.job == c->o.job && m.rank == c->o.rank))) {
+			     (m.job == c->o.job && m.rank == c->wrank))) {
 				if (m.body_len == INCA_CTRL_LEN)
 					inca_ctrl_decode(m.body, answer);
 				else
@@ -173,7 +173,7 @@ exchange(struct inca_comm *c, unsigned type, unsigned want, uint32_t give_up_ms,
 			 * cannot pass for a refused HELLO. */
 			if (m.type == INCA_MSG_NACK &&
 			    (type == INCA_MSG_HELLO ? m.job == 0 :
-						      m.job == c->o.job && m.rank == c->o.rank)) {
+						      m.job == c->o.job && m.rank == c->wrank)) {
 				if (m.reason < INCA_NACK_MAX_)
 					c->st.nack_reasons[m.reason]++;
 				c->st.nacks++;
@@ -251,9 +251,9 @@ li_join(struct inca_comm *c, uint32_t give_up_ms)
 		       give_up_ms > spent ? give_up_ms - spent : 1, &ack);
 	if (ret < 0)
 		return ret;
-	if (ack.nworkers != 0 && ack.nworkers != c->o.size) {
+	if (ack.nworkers != 0 && ack.nworkers != c->wsize) {
 		li_log(INCA_LOG_ERR, "JOIN_ACK for %u workers, we are %u", ack.nworkers,
-		       c->o.size);
+		       c->wsize);
 		li_leave(c, 0);
 		return INCA_EPROTO;
 	}

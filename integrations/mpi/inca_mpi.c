@@ -320,10 +320,12 @@ im_setup(void)
 	PMPI_Bcast(&im.conf, sizeof(im.conf), MPI_BYTE, 0, MPI_COMM_WORLD);
 	if (!im.conf.enabled)
 		return;
-	if (im.size > INCA_MAX_WORKERS) {
+	/* Beyond 32 ranks a job needs a tree: INCA_AGGREGATOR lists its
+	 * leaves (libinca says so when the list is too short). */
+	if (im.size > UINT16_MAX) {
 		if (im.rank == 0)
 			im_log(INCA_LOG_WARN, "%d ranks, INCA jobs have at most %d: using PMPI",
-			       im.size, INCA_MAX_WORKERS);
+			       im.size, UINT16_MAX);
 		return;
 	}
 	if (PMPI_Comm_dup(MPI_COMM_WORLD, &im.fb_comm) != MPI_SUCCESS)

@@ -154,7 +154,7 @@ START_TEST(test_env_malformed)
 {
 	static const char *const bad[][2] = {
 		{"INCA_JOB", "70000"}, {"INCA_JOB", "12x"}, {"INCA_RANK", "-1"},
-		{"INCA_RANK", "32"}, {"INCA_SIZE", "33"}, {"INCA_FLOAT_MODE", "fast"},
+		{"INCA_RANK", "65535"}, {"INCA_SIZE", "65536"}, {"INCA_FLOAT_MODE", "fast"},
 		{"INCA_MAX_ELEMS", "5000"}, {"INCA_TOKEN", "0x100000000"},
 	};
 	struct inca_comm_opts o;
@@ -194,9 +194,20 @@ START_TEST(test_create_invalid)
 	t = o;
 	t.rank = 2;
 	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	/* More ranks than one aggregator takes, or than a tree's leaves. */
 	t = o;
 	t.size = INCA_MAX_WORKERS + 1;
 	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	t = o;
+	t.aggregator = "127.0.0.1,127.0.0.2";
+	t.size = 2 * INCA_MAX_WORKERS + 1;
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	t = o;
+	t.aggregator = "127.0.0.1,,127.0.0.3";
+	t.size = 6;
+	t.rank = 3;
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	ck_assert_ptr_null(c);
 	t = o;
 	t.max_elems = INCA_MAX_ELEMS + 1;
 	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);

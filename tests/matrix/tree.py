@@ -1,0 +1,445 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The INCA authors
+"""Aggregation trees: real incads as a spine and two leaves, libinca ranks.
+
+    tree.py --incad PATH --worker PATH [--only CASE]
+
+One L2 segment (a Linux bridge in a namespace of its own) joins a spine
+incad, two leaf incads and a namespace holding every worker address; each
+incad owns its af_packet port as on a rack host. The leaves' job has a
+'parent' (the spine's job, docs/incad.md); the ranks are
+tests/matrix/matrix_worker processes (libinca, a TCP group as oob and
+fallback) given both leaves as INCA's aggregator list, so that rank r
+joins leaf r / B (docs/libinca.md, "Trees"). Each case checks the outcome
+users rely on: every collective exact, on the aggregators (not the
+fallback) when nothing fails, with loss on every level, beyond 32 ranks;
+and every rank ending in the exact result when a worker or a leaf dies
+mid-run, whatever level it is. Namespaces and daemons are removed however
+a case ends.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
+
+from harness import Failed, Telemetry, check, log  # noqa: E402
+
+NET = '10.66.%d'
+SPINE, LEAF_A, LEAF_B = 1, 2, 3
+JOB, TOKEN = 7, 0x54524545
+POOL, ELEMS, WINDOW = 32, 256, 16
+OPS = 'int32:sum:5000,fp32:sum:3000,int32:max:700,fp16:sum:900,int32:min:2000'
+INCAD = WORKER = None
+_seq = [0]
+
+
+def sh(*cmd, check_rc=True):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    if check_rc and r.returncode != 0:
+        raise RuntimeError('%s: %s' % (' '.join(cmd), r.stderr.strip()))
+    return r
+
+
+class Tree:
+    """The segment, three incads and the workers' namespace."""
+
+    def __init__(self, nleaf_workers=(2, 2)):
+        _seq[0] += 1
+        self.name = 'tr%d%d' % (os.getpid() % 10000, _seq[0])
+        self.net = NET % (_seq[0] % 200 + 20)
+        self.nodes = ['br', 'sp', 'la', 'lb', 'w']
+        self.incads = {}
+        self.dir = tempfile.mkdtemp(prefix='inca-tree-')
+        self.sizes = nleaf_workers
+
+    def ns(self, node):
+        return '%s-%s' % (self.name, node)
+
+    def ip(self, host):
+        return '%s.%d' % (self.net, host)
+
+    def up(self):
+        br = self.ns('br')
+        for n in self.nodes:
+            sh('ip', 'netns', 'add', self.ns(n))
+        sh('ip', '-n', br, 'link', 'add', 'br0', 'type', 'bridge')
+        sh('ip', '-n', br, 'link', 'set', 'br0', 'up')
+        for n in self.nodes[1:]:
+            outer = '%s%s' % (self.name, n)
+            sh('ip', 'link', 'add', outer, 'netns', br, 'type', 'veth', 'peer', 'name', 'v0',
+               'netns', self.ns(n))
+            sh('ip', '-n', br, 'link', 'set', outer, 'master', 'br0', 'up')
+            # Checksums in the frames, not left to an offload that an
+            # af_packet reader would see unfinished.
+            for ns, dev in ((br, outer), (self.ns(n), 'v0')):
+                sh('ip', 'netns', 'exec', ns, 'ethtool', '-K', dev, 'tx', 'off', 'rx', 'off',
+                   'tso', 'off', 'gso', 'off', 'gro', 'off', check_rc=False)
+            sh('ip', '-n', self.ns(n), 'link', 'set', 'v0', 'up')
+            sh('ip', '-n', self.ns(n), 'link', 'set', 'lo', 'up')
+        # Every worker address on the workers' side, as on one host each.
+        for r in range(sum(self.sizes)):
+            sh('ip', '-n', self.ns('w'), 'addr', 'add', '%s/24' % self.ip(10 + r), 'dev', 'v0')
+
+    def down(self):
+        for d in list(self.incads.values()):
+            d.stop()
+        for n in self.nodes:
+            sh('ip', 'netns', 'del', self.ns(n), check_rc=False)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        try:
+            self.up()
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is not None:
+            for k, d in self.incads.items():
+                log('---- incad %s log ----\n%s' % (k, d.output()[-6000:]))
+        self.down()
+        return False
+
+    def conf(self, node, host, nworkers, parent_rank=None):
+        parent = ''
+        if parent_rank is not None:
+            parent = ('parent = { address = "%s"; job = %d; token = 0x%x; rank = %d; '
+                      'nworkers = 2; };' % (self.ip(SPINE), JOB, TOKEN, parent_rank))
+        return '''
+mode = "aggregator";
+idle = { policy = "adaptive"; max_sleep_us = 100; };
+aggregation = { pool_size = %d; max_elems = %d; window = %d; max_slots = 1024; };
+timeouts = { heartbeat_ms = 100; evict_ms = 1500; };
+ports = ( { name = "p0"; devargs = "net_af_packet%s,iface=v0"; ipv4 = "%s/24"; } );
+tenants = ( { name = "t"; token = 0x%x; job_ids = [1, 100]; dynamic_jobs = false; } );
+jobs = ( { id = %d; tenant = "t"; nworkers = %d; pool_size = %d; max_elems = %d;
+           window = %d; %s } );
+''' % (POOL, ELEMS, WINDOW, node, self.ip(host), TOKEN, JOB, nworkers, POOL, ELEMS, WINDOW,
+       parent)
+
+    def start(self, node, host, nworkers, parent_rank=None):
+        d = Daemon(self, node, self.conf(node, host, nworkers, parent_rank))
+        self.incads[node] = d
+        return d.start()
+
+    def start_all(self):
+        self.start('sp', SPINE, 2)
+        self.start('la', LEAF_A, self.sizes[0], 0)
+        self.start('lb', LEAF_B, self.sizes[1], 1)
+        for k in ('la', 'lb'):
+            self.incads[k].wait_parent_up()
+
+    def workers(self, per_rank=None, common=()):
+        n = sum(self.sizes)
+        aggs = '%s,%s' % (self.ip(LEAF_A), self.ip(LEAF_B))
+        group = '%s:%d' % (self.ip(10), 47000 + _seq[0])
+        return Run(self, n, aggs, group, per_rank or [[] for _ in range(n)], common)
+
+
+class Daemon:
+    def __init__(self, tree, node, conf):
+        self.tree, self.node = tree, node
+        self.prefix = '%s%s' % (tree.name, node)
+        self.conf_path = os.path.join(tree.dir, node + '.conf')
+        self.log_path = os.path.join(tree.dir, node + '.log')
+        with open(self.conf_path, 'w') as f:
+            f.write(conf)
+        self.proc = None
+
+    def start(self):
+        argv = ['ip', 'netns', 'exec', self.tree.ns(self.node), INCAD, '--no-huge', '-m', '256',
+                '--no-pci', '--file-prefix', self.prefix, '-l', '0', '--', '-c',
+                self.conf_path, '--idle', 'adaptive']
+        self.logf = open(self.log_path, 'w')
+        self.proc = subprocess.Popen(argv, stdout=self.logf, stderr=subprocess.STDOUT)
+        self.tel = Telemetry(self.prefix)
+        end = time.monotonic() + 30
+        while True:
+            check(self.proc.poll() is None, 'incad %s exited: %s', self.node, self.output())
+            try:
+                self.tel.connect(timeout=0.5)
+                break
+            except OSError:
+                check(time.monotonic() < end, 'incad %s: no telemetry socket', self.node)
+        return self
+
+    def job(self):
+        # None until incad has registered its commands.
+        return self.tel.query('/incad/job,%d' % JOB) or {}
+
+    def wait_parent_up(self, timeout=20):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.job().get('parent_state') == 'up':
+                return
+            time.sleep(0.05)
+        raise Failed('leaf %s did not join its parent: %s' % (self.node, self.job()))
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc is None:
+            return
+        if self.tel.sock:
+            self.tel.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        self.logf.close()
+        shutil.rmtree('/var/run/dpdk/%s' % self.prefix, ignore_errors=True)
+
+    def output(self):
+        try:
+            with open(self.log_path) as f:
+                return f.read()
+        except OSError:
+            return ''
+
+
+class Run:
+    """The ranks: real processes in the workers' namespace, events as they come."""
+
+    def __init__(self, tree, n, aggs, group, per_rank, common):
+        self.n = n
+        self.events = [[] for _ in range(n)]
+        self.err = [[] for _ in range(n)]
+        self.lock = threading.Lock()
+        self.procs = []
+        for r in range(n):
+            argv = ['ip', 'netns', 'exec', tree.ns('w'), WORKER, '--agg', aggs, '--group',
+                    group, '--job', str(JOB), '--rank', str(r), '--size', str(n), '--token',
+                    hex(TOKEN), '--bind', '%s:%d' % (tree.ip(10 + r), 41000 + r), '--ops',
+                    OPS, '--op-timeout', '20000', '--give-up', '1500',
+                    '--group-timeout', '60000'] + list(common) + list(per_rank[r])
+            p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+            self.procs.append(p)
+            for f, e in ((p.stdout, False), (p.stderr, True)):
+                threading.Thread(target=self._read, args=(r, f, e), daemon=True).start()
+
+    def _read(self, r, f, is_err):
+        for line in f:
+            with self.lock:
+                if is_err:
+                    self.err[r].append(line.rstrip())
+                    continue
+                try:
+                    self.events[r].append(json.loads(line))
+                except ValueError:
+                    self.err[r].append('bad line: ' + line)
+
+    def ev(self, r, kind):
+        with self.lock:
+            return [e for e in self.events[r] if e['ev'] == kind]
+
+    def wait_colls(self, r, k, timeout=60):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and len(self.ev(r, 'coll')) < k:
+            time.sleep(0.01)
+
+    def wait(self, watchdog=120):
+        end = time.monotonic() + watchdog
+        hung = []
+        for r, p in enumerate(self.procs):
+            try:
+                p.wait(max(0.1, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                hung.append(r)
+        for r in hung:
+            self.procs[r].kill()
+            self.procs[r].wait()
+        if hung:
+            for r in hung[:3]:
+                log('rank %d events %s\nstderr %s' % (r, self.ev(r, 'coll')[-3:],
+                                                      '\n'.join(self.err[r][-15:])))
+        check(not hung, 'ranks %s still running after %d s: a hang', hung, watchdog)
+
+    def check_exact(self, total, on_aggregator):
+        for r in range(self.n):
+            c = self.ev(r, 'create')
+            check(c and c[0]['ret'] == 0, 'rank %d: create %s %s', r, c, self.err[r][-5:])
+            colls = self.ev(r, 'coll')
+            check(len(colls) == total, 'rank %d ran %d of %d collectives: %s', r, len(colls),
+                  total, self.err[r][-10:])
+            bad = [e for e in colls if e['ret'] != 0 or not e['exact']]
+            check(not bad, 'rank %d: collectives not exact: %s %s', r, bad[:3],
+                  self.err[r][-10:])
+            end = self.ev(r, 'end')
+            check(end, 'rank %d printed no end', r)
+            if on_aggregator:
+                check(not c[0]['fallback'] and not end[0]['fallback'],
+                      'rank %d used the fallback: %s %s', r, c[0], end[0])
+
+
+def kill_all(run):
+    for p in run.procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def case_basic():
+    """2 + 2 ranks on two leaves under a spine: every collective exact, none
+    on the fallback; the spine saw one member per leaf and completed what
+    the leaves sent up."""
+    with Tree() as t:
+        t.start_all()
+        iters = 6
+        run = t.workers(common=['--iters', str(iters)])
+        try:
+            run.wait()
+        finally:
+            kill_all(run)
+        run.check_exact(5 * iters, on_aggregator=True)
+        # The ranks' LEAVEs reset the leaves, which leave the spine's
+        # incarnation and join the next one.
+        for k in ('la', 'lb'):
+            t.incads[k].wait_parent_up()
+        sp = t.incads['sp'].job()
+        la = t.incads['la'].job()
+        log('spine job: %s' % {k: sp.get(k) for k in ('members', 'COMPLETE', 'DROP')})
+        log('leaf a job: %s' % {k: la.get(k) for k in ('members', 'COMPLETE', 'parent_state',
+                                                        'parent_joins', 'parent_losses')})
+        check(sp['nworkers'] == 2 and sp['COMPLETE'] > 0, 'spine: %s', sp)
+        check(la['parent_state'] == 'up' and la['parent_rank'] == 0, 'leaf a: %s', la)
+        check(la['COMPLETE'] == sp['COMPLETE'],
+              'leaf a completed %d chunks, the spine %d: every chunk crosses both levels',
+              la['COMPLETE'], sp['COMPLETE'])
+        st = t.incads['la'].tel.query('/incad/stats')
+        log('leaf a stats: partial_tx=%s parent_result=%s' % (
+            st.get('counters', st).get('PARTIAL_TX'), st.get('counters', st).get('PARENT_RESULT')))
+
+
+def set_loss(d, p):
+    r = d.tel.query('/incad/drop_prob,%g' % p)
+    check(r is not None, 'drop_prob refused: %s', r)
+
+
+def case_loss():
+    """5% contributions (and parent RESULTs) lost in every incad: still
+    exact everywhere, still on the aggregators."""
+    with Tree() as t:
+        t.start_all()
+        for d in t.incads.values():
+            set_loss(d, 0.05)
+        iters = 4
+        run = t.workers(common=['--iters', str(iters)])
+        try:
+            run.wait()
+        finally:
+            kill_all(run)
+        run.check_exact(5 * iters, on_aggregator=True)
+        lost = sum(d.tel.query('/incad/drops').get('incad/INJECTED_LOSS', 0)
+                   for d in t.incads.values())
+        resent = sum(d.tel.query('/incad/stats').get('PARTIAL_RETX', 0)
+                     for k, d in t.incads.items() if k != 'sp')
+        log('loss: %d frames dropped on purpose, %d partials resent' % (lost, resent))
+        check(lost > 0 and resent > 0, 'no loss injected (%d) or no partial resent (%d)',
+              lost, resent)
+
+
+def case_wide():
+    """40 ranks, 20 per leaf: beyond one aggregator's 32; every collective
+    exact on the aggregators."""
+    with Tree(nleaf_workers=(20, 20)) as t:
+        t.start_all()
+        run = t.workers(common=['--iters', '2'])
+        try:
+            run.wait(watchdog=240)
+        finally:
+            kill_all(run)
+        run.check_exact(10, on_aggregator=True)
+        sp, la = t.incads['sp'].job(), t.incads['la'].job()
+        check(la['nworkers'] == 20 and la['COMPLETE'] > 0 and la['COMPLETE'] == sp['COMPLETE'],
+              'leaf a %s/%s chunks, spine %s', la['nworkers'], la['COMPLETE'], sp['COMPLETE'])
+
+
+def case_leaf_dies():
+    """Leaf B killed mid-run: every rank, under either leaf, ends with every
+    collective exact (the rest on the fallback), none hangs."""
+    with Tree() as t:
+        t.start_all()
+        iters = 40
+        run = t.workers(common=['--iters', str(iters)])
+        try:
+            run.wait_colls(0, 10)
+            t.incads['lb'].stop(signal.SIGKILL)
+            run.wait(watchdog=180)
+        finally:
+            kill_all(run)
+        run.check_exact(5 * iters, on_aggregator=False)
+        fb = [run.ev(r, 'end')[0]['fallback_collectives'] for r in range(run.n)]
+        log('fallback collectives per rank after the kill: %s' % fb)
+        check(all(f > 0 for f in fb), 'the leaf died after the run, not in it: %s', fb)
+
+
+def case_worker_leaves():
+    """A rank under leaf A leaves between two runs (its job resets): the
+    spine's job resets through leaf A's LEAVE, and a second run on every
+    rank again completes on the aggregators, exact."""
+    with Tree() as t:
+        t.start_all()
+        run = t.workers(common=['--iters', '2'])
+        try:
+            run.wait()
+        finally:
+            kill_all(run)
+        run.check_exact(10, on_aggregator=True)
+        before = t.incads['sp'].job()['incarnation']
+        run = t.workers(common=['--iters', '2'])
+        try:
+            run.wait()
+        finally:
+            kill_all(run)
+        run.check_exact(10, on_aggregator=True)
+        la = t.incads['la'].job()
+        check(t.incads['sp'].job()['incarnation'] > before and la['parent_joins'] >= 2,
+              'spine incarnation %s -> %s, leaf a joins %s: the leaves did not rejoin',
+              before, t.incads['sp'].job()['incarnation'], la['parent_joins'])
+
+
+CASES = {k[5:]: v for k, v in globals().items() if k.startswith('case_')}
+
+
+def main():
+    global INCAD, WORKER
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--incad', required=True)
+    ap.add_argument('--worker', required=True)
+    ap.add_argument('--only')
+    a = ap.parse_args()
+    INCAD, WORKER = os.path.abspath(a.incad), os.path.abspath(a.worker)
+    names = [a.only] if a.only else list(CASES)
+    passed = failed = 0
+    for name in names:
+        t0 = time.monotonic()
+        try:
+            CASES[name]()
+            passed += 1
+            log('PASS %s (%.1f s)' % (name, time.monotonic() - t0))
+        except Exception as e:  # noqa: BLE001 (report every failure, then go on)
+            failed += 1
+            log('FAIL %s: %s' % (name, e))
+    print('%d passed, %d failed' % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
