@@ -1394,6 +1394,136 @@ START_TEST(test_tofino_mode)
 }
 END_TEST
 
+/* ---- tree leaves --------------------------------------------------------- */
+
+static struct agg_job *
+leaf_new(unsigned nworkers, unsigned pool)
+{
+	struct agg_job_params p = params(nworkers, pool, NLANES, true);
+	struct agg_job *j;
+
+	p.tree = true;
+	j = agg_job_create(&p);
+	ck_assert_ptr_nonnull(j);
+	agg_job_set_members(j, UINT32_MAX);
+	return j;
+}
+
+/* The parent's RESULT for the chunk (slot 0, @set, @seq): lane i = v + i. */
+static enum agg_verdict
+parent_result(struct agg_job *j, unsigned set, uint32_t seq, int32_t v, int8_t exp,
+	      unsigned count)
+{
+	static uint8_t body[4 * NLANES];
+	struct inca_msg m;
+	unsigned i;
+
+	for (i = 0; i < NLANES; i++)
+		put32(body, i, (uint32_t)(v + (int32_t)i));
+	m = cmsg(3, 0, set, seq, INCA_DTYPE_INT32, INCA_OP_SUM, count, body);
+	m.type = INCA_MSG_RESULT;
+	m.token = 0x77777777; /* the parent's session: the caller's to check */
+	m.exp = exp;
+	memset(&last_out, 0xa5, sizeof(last_out));
+	return agg_parent_result(j, &m, &last_out);
+}
+
+START_TEST(test_tree_params)
+{
+	struct agg_job_params p = params(2, 4, NLANES, false);
+
+	/* A leaf needs sequence numbers: the parent's result names its chunk. */
+	p.tree = true;
+	errno = 0;
+	ck_assert_ptr_null(agg_job_create(&p));
+	ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+START_TEST(test_tree_partial)
+{
+	struct agg_job *j = leaf_new(2, 1);
+	struct agg_set *s;
+	struct inca_msg up;
+	size_t len;
+
+	ck_assert_int_eq(c32(j, 0, 0, 0, 7, 5), AGG_PENDING);
+	/* The last member completes the partial, not the result. */
+	ck_assert_int_eq(c32(j, 1, 0, 0, 7, 6), AGG_PARTIAL);
+	s = last_out.set;
+	ck_assert_int_eq(s->state, AGG_SET_PARTIAL);
+	ck_assert_uint_eq(agg_job_busy_slots(j), 1);
+	/* Written as this leaf's CONTRIB to the parent's job. */
+	len = agg_partial_write(j, s, 900, 4, 0x77777777, false, result_buf);
+	ck_assert_int_eq(inca_msg_decode(result_buf, len, 0, &up), INCA_WIRE_OK);
+	ck_assert_int_eq(up.type, INCA_MSG_CONTRIB);
+	ck_assert_uint_eq(up.job, 900);
+	ck_assert_uint_eq(up.rank, 4);
+	ck_assert_uint_eq(up.token, 0x77777777);
+	ck_assert_uint_eq(up.seq, 7);
+	ck_assert_uint_eq(up.bitmap, 0);
+	ck_assert_uint_eq(up.flags & INCA_F_RETX, 0);
+	ck_assert_int_eq((int32_t)get32(up.body, 0), 11);
+	ck_assert_int_eq((int32_t)get32(up.body, 1), 13);
+	len = agg_partial_write(j, s, 900, 4, 0x77777777, true, result_buf);
+	ck_assert_int_eq(inca_msg_decode(result_buf, len, 0, &up), INCA_WIRE_OK);
+	ck_assert_uint_eq(up.flags & INCA_F_RETX, INCA_F_RETX);
+	/* A member's retransmission sends the partial again; nothing counts twice. */
+	ck_assert_int_eq(c32(j, 0, 0, 0, 7, 5), AGG_RESEND_UP);
+	ck_assert_ptr_eq(last_out.set, s);
+	/* A newer chunk cannot come from a correct member before the result. */
+	ck_assert_int_eq(c32(j, 0, 0, 0, 9, 5), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_CONFLICT);
+	ck_assert_int_eq(c32(j, 0, 0, 0, 5, 5), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_STALE);
+	/* Rule 6 leaves a waiting set alone: its bits drive the resends. */
+	ck_assert_int_eq(c32(j, 1, 0, 1, 8, 6), AGG_PENDING);
+	ck_assert_uint_eq(s->bitmap, 3);
+
+	/* The parent's result for another chunk, or of another geometry, is refused. */
+	ck_assert_int_eq(parent_result(j, 0, 6, 100, 0, NLANES), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_STALE);
+	ck_assert_int_eq(parent_result(j, 0, 7, 100, 0, NLANES - 1), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_MISMATCH);
+	/* The right one replaces the partial: the members get the tree's sum. */
+	ck_assert_int_eq(parent_result(j, 0, 7, 100, 3, NLANES), AGG_COMPLETE);
+	ck_assert_ptr_eq(last_out.set, s);
+	ck_assert_int_eq(s->state, AGG_SET_COMPLETE);
+	ck_assert_int_eq(s->exp, 3);
+	check_c32_sum(j, s, 100, 1);
+	/* A second copy of it finds nothing waiting; retransmissions now replay. */
+	ck_assert_int_eq(parent_result(j, 0, 7, 100, 3, NLANES), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_STALE);
+	ck_assert_int_eq(c32(j, 0, 0, 0, 7, 5), AGG_REPLAY);
+	agg_job_destroy(j);
+}
+END_TEST
+
+START_TEST(test_tree_parent_fail)
+{
+	struct agg_job *j = leaf_new(1, 2);
+	struct inca_msg m;
+
+	/* One member: its contribution is the partial at once. */
+	ck_assert_int_eq(c32(j, 0, 1, 0, 1, 5), AGG_PARTIAL);
+	m = cmsg(0, 1, 0, 2, INCA_DTYPE_INT32, INCA_OP_SUM, 0, NULL);
+	m.type = INCA_MSG_NACK;
+	ck_assert_int_eq(agg_parent_fail(j, &m, &last_out), AGG_DROP);
+	m.seq = 1;
+	ck_assert_int_eq(agg_parent_fail(j, &m, &last_out), AGG_MISMATCH);
+	ck_assert(last_out.first);
+	ck_assert_int_eq(set_of(j, 1, 0)->state, AGG_SET_FAILED);
+	/* The members learn it from their retransmissions too (rule 7). */
+	ck_assert_int_eq(c32(j, 0, 1, 0, 1, 5), AGG_MISMATCH);
+	/* Not a leaf: a parent's result is no contribution. */
+	agg_job_destroy(j);
+	j = job_new(1, 1, NLANES, true);
+	ck_assert_int_eq(parent_result(j, 0, 0, 1, 0, NLANES), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_NOT_CONTRIB);
+	agg_job_destroy(j);
+}
+END_TEST
+
 static Suite *
 agg_suite(void)
 {
@@ -1435,6 +1565,9 @@ agg_suite(void)
 		{ "reset", test_reset },
 		{ "busy_slots", test_busy_slots },
 		{ "tofino_mode", test_tofino_mode },
+		{ "tree_params", test_tree_params },
+		{ "tree_partial", test_tree_partial },
+		{ "tree_parent_fail", test_tree_parent_fail },
 	};
 	unsigned i;
 

@@ -15,6 +15,13 @@
  * reproduces exactly. Messages cross the network encoded and are decoded
  * with inca_msg_decode() on arrival, as in incad and libinca.
  *
+ * With nleaves, the job is a two-level aggregation tree (docs/protocol.md,
+ * "Aggregation trees"): worker r is rank r / nleaves of leaf r % nleaves,
+ * each leaf a job of the core in tree mode whose partial sums go up to a
+ * root job of nleaves members, and whose RESULTs come from the root's; the
+ * links between leaves and root lose, duplicate, reorder and hold back as
+ * the workers' links do.
+ *
  * What each run asserts: every RESULT any worker receives (first copy,
  * duplicate or replay) is bitwise the loss-free reference; no (rank, chunk)
  * contribution is ever counted twice, nor counted into a use of the set
@@ -90,13 +97,14 @@ struct sim_cfg {
 	unsigned repeat;      /* the list of collectives is issued this often */
 	/* Stop at the first contribution counted into a foreign use. */
 	bool expect_violation;
+	unsigned nleaves;     /* 0: one aggregator; else a tree of this many leaves */
 };
 
 struct sim_stats {
 	uint64_t events;
 	uint64_t sent_up, sent_down, lost, duplicated, held_late;
 	uint64_t retransmits;
-	uint64_t verdicts[AGG_DROP + 1];
+	uint64_t verdicts[AGG_RESEND_UP + 1];
 	uint64_t drops[AGG_DROP_COUNT];
 	uint64_t late_stale;   /* held-back copies the core refused as STALE */
 	uint64_t late_counted; /* held-back copies that were still needed */
@@ -104,19 +112,28 @@ struct sim_stats {
 	uint64_t replays_rx;   /* of which replays */
 	uint64_t violations;   /* contributions counted twice or into another chunk's use */
 	uint64_t violations_late; /* of which held-back copies */
+	uint64_t partials_up;  /* tree: partial sums a leaf sent (first copies) */
+	uint64_t partials_resent; /* tree: sent again on a member's retransmission */
+	uint64_t root_replays; /* tree: replays of the root to a leaf */
+	uint64_t parent_drops; /* tree: root RESULTs a leaf had no waiting set for */
 	bool finished;
 };
 
 enum pkt_kind {
-	PKT_CONTRIB,
-	PKT_RESULT,
+	PKT_CONTRIB,  /* worker -> its aggregator (the leaf, in a tree) */
+	PKT_RESULT,   /* aggregator -> worker */
 	PKT_TIMER,
+	PKT_UP,       /* tree: leaf -> root, rank = the leaf */
+	PKT_DOWN,     /* tree: root -> leaf */
 };
+
+#define MAX_LEAVES 8
+#define MAX_RANKS (INCA_MAX_WORKERS * MAX_LEAVES)
 
 struct pkt {
 	uint8_t kind;
 	uint8_t late;
-	uint16_t rank;  /* CONTRIB: sender; RESULT: addressee; TIMER: owner */
+	uint16_t rank;  /* CONTRIB: sender; RESULT: addressee; TIMER: owner; UP, DOWN: leaf */
 	uint32_t gen;   /* TIMER: which transmission it guards */
 	uint64_t idx;   /* TIMER: chunk index */
 	size_t len;
@@ -154,12 +171,17 @@ struct sim {
 	uint8_t *ref;
 	uint32_t *counted;
 	uint8_t *completed;
-	struct worker w[INCA_MAX_WORKERS];
+	struct worker w[MAX_RANKS];
 	struct ev *heap;
 	size_t nheap, cap;
 	uint64_t now, counter;
-	uint64_t link_last[INCA_MAX_WORKERS];
+	uint64_t link_last[MAX_RANKS + MAX_LEAVES];
 	uint32_t full;
+	/* A tree: s->job is the root, of nleaves members. */
+	struct agg_job *leaf[MAX_LEAVES];
+	uint32_t leaf_full[MAX_LEAVES];
+	uint32_t *leaf_counted;   /* nchunks x nleaves: local ranks counted at the leaf */
+	uint8_t *leaf_completed;  /* nchunks x nleaves: the leaf's partial went up */
 	struct sim_stats st;
 	uint8_t buf[INCA_HDR_LEN + INCA_MAX_PAYLOAD_BYTES];
 };
@@ -263,7 +285,8 @@ static void
 net_send(struct sim *s, enum pkt_kind kind, unsigned rank, const void *data, size_t len)
 {
 	const struct sim_cfg *c = s->c;
-	bool up = kind == PKT_CONTRIB;
+	bool up = kind == PKT_CONTRIB || kind == PKT_UP;
+	unsigned link = kind == PKT_UP ? MAX_RANKS + rank : rank;
 	unsigned copies = 1, i;
 
 	if (up)
@@ -294,9 +317,9 @@ net_send(struct sim *s, enum pkt_kind kind, unsigned rank, const void *data, siz
 			 * predecessor. Held-back copies are the exception the
 			 * tests want.
 			 */
-			if (t < s->link_last[rank])
-				t = s->link_last[rank];
-			s->link_last[rank] = t;
+			if (t < s->link_last[link])
+				t = s->link_last[link];
+			s->link_last[link] = t;
 		} else {
 			/* Same-tick arrivals in random order. */
 			tie |= (rnd(s) & 0xffffffffull) << 32;
@@ -418,6 +441,35 @@ f_less(float a, float b)
 	return a < b;
 }
 
+/* ---- tree geometry: worker r is rank r / L of leaf r % L ----------------- */
+
+static unsigned
+leaf_of(const struct sim *s, unsigned r)
+{
+	return s->c->nleaves ? r % s->c->nleaves : 0;
+}
+
+static unsigned
+local_rank(const struct sim *s, unsigned r)
+{
+	return s->c->nleaves ? r / s->c->nleaves : r;
+}
+
+static unsigned
+leaf_size(const struct sim *s, unsigned l)
+{
+	return (s->c->nworkers - l + s->c->nleaves - 1) / s->c->nleaves;
+}
+
+/* A 16-bit float sum as a leaf sends it up: rounded once, back to fp32. */
+static double
+round16(unsigned dtype, double v)
+{
+	if (dtype == INCA_DTYPE_FP16)
+		return inca_fp16_to_fp32(inca_fp32_to_fp16((float)v));
+	return inca_bf16_to_fp32(inca_fp32_to_bf16((float)v));
+}
+
 /* The loss-free result of chunk @idx, computed without the core. */
 static void
 reference(struct sim *s, uint64_t idx)
@@ -461,6 +513,23 @@ reference(struct sim *s, uint64_t idx)
 			if (cl->op == INCA_OP_MIN ? f_less(v, best) : f_less(best, v))
 				best = v;
 		}
+		/*
+		 * A tree rounds a 16-bit sum at every level: each leaf's
+		 * partial is a 16-bit value (docs/protocol.md, "Aggregation
+		 * trees"). Every partial sum is exact in fp32.
+		 */
+		if (s->c->nleaves && cl->op == INCA_OP_SUM && cl->dtype != INCA_DTYPE_FP32) {
+			unsigned l;
+
+			sum = 0;
+			for (l = 0; l < s->c->nleaves; l++) {
+				double part = 0;
+
+				for (r = l; r < n; r += s->c->nleaves)
+					part += to_float(cl->dtype, input(s, r, idx, lane));
+				sum += round16(cl->dtype, part);
+			}
+		}
 		res = cl->op == INCA_OP_SUM ? (float)sum : best;
 		REQ(cl->op != INCA_OP_SUM || (double)res == sum);
 		if (cl->dtype == INCA_DTYPE_FP32)
@@ -493,7 +562,7 @@ send_contrib(struct sim *s, unsigned rank, uint64_t idx, bool retx)
 		.dtype = cl->dtype,
 		.op = cl->op,
 		.job = JOB,
-		.rank = rank,
+		.rank = local_rank(s, rank),
 		.token = TOKEN,
 		.slot = (uint16_t)(k % s->c->pool),
 		.flags = (uint8_t)((k / s->c->pool) % 2 | (retx ? INCA_F_RETX : 0) |
@@ -556,7 +625,7 @@ worker_result(struct sim *s, const struct pkt *p)
 	REQ_EQ(m.type, INCA_MSG_RESULT);
 	REQ_EQ(m.job, JOB);
 	REQ_EQ(m.token, TOKEN);
-	REQ_EQ(m.rank, p->rank);
+	REQ_EQ(m.rank, local_rank(s, p->rank));
 	idx = (uint32_t)(m.seq - (uint32_t)s->c->k0);
 	REQ_MSG(idx < s->nchunks, "%s: result for unknown seq %u", s->c->name, m.seq);
 	k = chunk_k(s, idx);
@@ -571,7 +640,7 @@ worker_result(struct sim *s, const struct pkt *p)
 	REQ_EQ(m.op, cl->op);
 	REQ_EQ(m.count, ch->count);
 	REQ_EQ(m.offset, ch->offset);
-	REQ_EQ(m.bitmap, s->full);
+	REQ_EQ(m.bitmap, s->c->nleaves ? s->leaf_full[leaf_of(s, p->rank)] : s->full);
 	REQ_EQ(m.exp, ch->exp);
 	REQ_MSG(memcmp(m.body, s->ref + ch->ref_off, m.body_len) == 0,
 		"%s: chunk %llu differs from the reference", s->c->name,
@@ -589,40 +658,69 @@ worker_result(struct sim *s, const struct pkt *p)
 
 /* ---- the aggregator ------------------------------------------------------ */
 
+/*
+ * Note that @m was counted at an aggregator whose counted ranks of this
+ * chunk are @counted: never twice, never into the use of another chunk.
+ * False (with the violation recorded) if it was.
+ */
+static bool
+count_ok(struct sim *s, const struct pkt *p, const struct inca_msg *m,
+	 const struct agg_out *out, uint32_t *counted)
+{
+	uint32_t bit = UINT32_C(1) << m->rank;
+
+	if (out->set->seq != m->seq || (*counted & bit)) {
+		s->st.violations++;
+		s->st.violations_late += p->late;
+		REQ_MSG(s->c->expect_violation, "%s: rank %u seq %u %s %u", s->c->name, m->rank,
+			m->seq, out->set->seq != m->seq ? "counted into the use of seq" :
+			"counted twice, set seq", out->set->seq);
+		return false;
+	}
+	*counted |= bit;
+	if (p->late)
+		s->st.late_counted++;
+	return true;
+}
+
+static void
+drop_seen(struct sim *s, const struct pkt *p, const struct agg_out *out)
+{
+	s->st.drops[out->reason]++;
+	if (p->late && out->reason == AGG_DROP_STALE)
+		s->st.late_stale++;
+}
+
+/*
+ * The top aggregator: the only one of a one-level job (its members the
+ * workers), or a tree's root (its members the leaves, whose partials come
+ * as PKT_UP and whose results go down as PKT_DOWN).
+ */
 static void
 agg_receive(struct sim *s, const struct pkt *p)
 {
+	bool tree = s->c->nleaves != 0;
+	enum pkt_kind down = tree ? PKT_DOWN : PKT_RESULT;
+	unsigned members = tree ? s->c->nleaves : s->c->nworkers;
 	struct agg_out out;
 	struct inca_msg m;
 	uint64_t idx;
-	uint32_t bit;
 	size_t len;
 	unsigned r;
 
 	REQ_EQ(inca_msg_decode(p->data, p->len, s->c->chunk, &m), INCA_WIRE_OK);
 	REQ_EQ(m.job, JOB);
+	REQ(!tree || m.rank == p->rank);
 	agg_contribute(s->job, &m, &out);
 	s->st.verdicts[out.verdict]++;
 	idx = (uint32_t)(m.seq - (uint32_t)s->c->k0);
 	REQ(idx < s->nchunks);
-	bit = UINT32_C(1) << m.rank;
 
 	switch (out.verdict) {
 	case AGG_PENDING:
 	case AGG_COMPLETE:
-		if (out.set->seq != m.seq || (s->counted[idx] & bit)) {
-			/* Counted twice, or into the use of another chunk. */
-			s->st.violations++;
-			s->st.violations_late += p->late;
-			REQ_MSG(s->c->expect_violation, "%s: rank %u seq %u %s %u", s->c->name,
-				m.rank, m.seq, out.set->seq != m.seq ?
-				"counted into the use of seq" : "counted twice, set seq",
-				out.set->seq);
+		if (!count_ok(s, p, &m, &out, &s->counted[idx]))
 			return;
-		}
-		s->counted[idx] |= bit;
-		if (p->late)
-			s->st.late_counted++;
 		if (out.verdict == AGG_PENDING)
 			break;
 		REQ_MSG(!s->completed[idx], "%s: chunk %llu completed twice", s->c->name,
@@ -632,16 +730,17 @@ agg_receive(struct sim *s, const struct pkt *p)
 		REQ_EQ(out.set->bitmap, s->full);
 		/* One RESULT written, its rank rewritten for each member. */
 		len = agg_result_write(s->job, out.set, 0, false, s->buf);
-		for (r = 0; r < s->c->nworkers; r++) {
+		for (r = 0; r < members; r++) {
 			agg_result_set_rank(s->buf, r);
-			net_send(s, PKT_RESULT, r, s->buf, len);
+			net_send(s, down, r, s->buf, len);
 		}
 		break;
 	case AGG_REPLAY:
-		REQ(out.set->bitmap & bit);
+		REQ(out.set->bitmap & (UINT32_C(1) << m.rank));
 		REQ(!s->c->seq_check || out.set->seq == m.seq);
 		len = agg_result_write(s->job, out.set, m.rank, true, s->buf);
-		net_send(s, PKT_RESULT, m.rank, s->buf, len);
+		net_send(s, down, m.rank, s->buf, len);
+		s->st.root_replays += tree;
 		break;
 	case AGG_MISMATCH:
 		/* Every worker here sends the same geometry. */
@@ -649,10 +748,91 @@ agg_receive(struct sim *s, const struct pkt *p)
 			s->c->name, m.rank, m.seq);
 		break;
 	case AGG_DROP:
-		s->st.drops[out.reason]++;
-		if (p->late && out.reason == AGG_DROP_STALE)
-			s->st.late_stale++;
+		drop_seen(s, p, &out);
 		break;
+	default:
+		REQ_MSG(false, "%s: verdict %d from a job that is no tree's leaf", s->c->name,
+			out.verdict);
+	}
+}
+
+/* A tree's leaf l: its members' contributions. */
+static void
+leaf_receive(struct sim *s, const struct pkt *p)
+{
+	unsigned l = leaf_of(s, p->rank);
+	struct agg_job *job = s->leaf[l];
+	struct agg_out out;
+	struct inca_msg m;
+	uint64_t idx;
+	size_t len;
+
+	REQ_EQ(inca_msg_decode(p->data, p->len, s->c->chunk, &m), INCA_WIRE_OK);
+	REQ_EQ(m.rank, local_rank(s, p->rank));
+	agg_contribute(job, &m, &out);
+	s->st.verdicts[out.verdict]++;
+	idx = (uint32_t)(m.seq - (uint32_t)s->c->k0);
+	REQ(idx < s->nchunks);
+
+	switch (out.verdict) {
+	case AGG_PENDING:
+	case AGG_PARTIAL:
+		if (!count_ok(s, p, &m, &out, &s->leaf_counted[idx * s->c->nleaves + l]))
+			return;
+		if (out.verdict == AGG_PENDING)
+			break;
+		REQ_MSG(!s->leaf_completed[idx * s->c->nleaves + l],
+			"%s: leaf %u chunk %llu completed twice", s->c->name, l,
+			(unsigned long long)idx);
+		s->leaf_completed[idx * s->c->nleaves + l] = 1;
+		REQ_EQ(out.set->bitmap, s->leaf_full[l]);
+		len = agg_partial_write(job, out.set, JOB, l, TOKEN, false, s->buf);
+		net_send(s, PKT_UP, l, s->buf, len);
+		s->st.partials_up++;
+		break;
+	case AGG_RESEND_UP:
+		REQ_EQ(out.set->seq, m.seq);
+		len = agg_partial_write(job, out.set, JOB, l, TOKEN, true, s->buf);
+		net_send(s, PKT_UP, l, s->buf, len);
+		s->st.partials_resent++;
+		break;
+	case AGG_REPLAY:
+		REQ(out.set->bitmap & (UINT32_C(1) << m.rank));
+		REQ_EQ(out.set->seq, m.seq);
+		len = agg_result_write(job, out.set, m.rank, true, s->buf);
+		net_send(s, PKT_RESULT, p->rank, s->buf, len);
+		break;
+	case AGG_DROP:
+		drop_seen(s, p, &out);
+		break;
+	default:
+		REQ_MSG(false, "%s: leaf %u: verdict %d", s->c->name, l, out.verdict);
+	}
+}
+
+/* A tree's leaf l: the root's RESULT, for its members if a set waits for it. */
+static void
+leaf_down(struct sim *s, const struct pkt *p)
+{
+	unsigned l = p->rank, lr;
+	struct agg_job *job = s->leaf[l];
+	struct agg_out out;
+	struct inca_msg m;
+	size_t len;
+
+	REQ_EQ(inca_msg_decode(p->data, p->len, s->c->chunk, &m), INCA_WIRE_OK);
+	REQ_EQ(m.type, INCA_MSG_RESULT);
+	REQ_EQ(m.rank, l);
+	if (agg_parent_result(job, &m, &out) != AGG_COMPLETE) {
+		/* A duplicate, a replay nobody waits for any more, a late copy. */
+		REQ_EQ(out.reason, AGG_DROP_STALE);
+		s->st.parent_drops++;
+		return;
+	}
+	len = agg_result_write(job, out.set, 0, false, s->buf);
+	for (lr = 0; lr < leaf_size(s, l); lr++) {
+		agg_result_set_rank(s->buf, lr);
+		net_send(s, PKT_RESULT, lr * s->c->nleaves + l, s->buf, len);
 	}
 }
 
@@ -664,7 +844,7 @@ sim_setup(struct sim *s, const struct sim_cfg *c)
 	struct agg_job_params jp = {
 		.job = JOB,
 		.token = TOKEN,
-		.nworkers = c->nworkers,
+		.nworkers = c->nleaves ? c->nleaves : c->nworkers,
 		.pool_size = c->pool,
 		.max_elems = c->chunk,
 		.dtypes = (1u << INCA_DTYPE_COUNT) - 1,
@@ -676,13 +856,26 @@ sim_setup(struct sim *s, const struct sim_cfg *c)
 	unsigned rep, ci, r;
 
 	REQ(c->window >= 1 && c->window <= c->pool);
+	REQ(c->nleaves <= MAX_LEAVES && c->nworkers <= MAX_RANKS);
+	REQ(c->nleaves ? c->nworkers <= c->nleaves * INCA_MAX_WORKERS && c->nworkers >= c->nleaves
+		       : c->nworkers <= INCA_MAX_WORKERS);
 	memset(s, 0, sizeof(*s));
 	s->c = c;
 	s->rng = c->seed;
-	s->full = c->nworkers == 32 ? UINT32_MAX : (UINT32_C(1) << c->nworkers) - 1;
+	s->full = jp.nworkers == 32 ? UINT32_MAX : (UINT32_C(1) << jp.nworkers) - 1;
 	s->job = agg_job_create(&jp);
 	REQ(s->job != NULL);
 	agg_job_set_members(s->job, s->full);
+	for (r = 0; r < c->nleaves; r++) {
+		struct agg_job_params lp = jp;
+
+		lp.nworkers = (uint16_t)leaf_size(s, r);
+		lp.tree = true;
+		s->leaf[r] = agg_job_create(&lp);
+		REQ(s->leaf[r] != NULL);
+		s->leaf_full[r] = lp.nworkers == 32 ? UINT32_MAX : (UINT32_C(1) << lp.nworkers) - 1;
+		agg_job_set_members(s->leaf[r], s->leaf_full[r]);
+	}
 
 	for (rep = 0; rep < c->repeat; rep++)
 		for (ci = 0; ci < c->ncolls; ci++)
@@ -692,6 +885,11 @@ sim_setup(struct sim *s, const struct sim_cfg *c)
 	s->counted = calloc(n, sizeof(*s->counted));
 	s->completed = calloc(n, 1);
 	REQ(s->chunks && s->counted && s->completed);
+	if (c->nleaves) {
+		s->leaf_counted = calloc(n * c->nleaves, sizeof(*s->leaf_counted));
+		s->leaf_completed = calloc(n * c->nleaves, 1);
+		REQ(s->leaf_counted && s->leaf_completed);
+	}
 	idx = 0;
 	for (rep = 0; rep < c->repeat; rep++) {
 		for (ci = 0; ci < c->ncolls; ci++) {
@@ -738,7 +936,11 @@ sim_teardown(struct sim *s)
 	free(s->completed);
 	free(s->counted);
 	free(s->chunks);
+	free(s->leaf_counted);
+	free(s->leaf_completed);
 	agg_job_destroy(s->job);
+	for (r = 0; r < s->c->nleaves; r++)
+		agg_job_destroy(s->leaf[r]);
 }
 
 static bool
@@ -780,7 +982,16 @@ sim_run(const struct sim_cfg *c)
 		s.st.events++;
 		switch (e.p->kind) {
 		case PKT_CONTRIB:
+			if (c->nleaves)
+				leaf_receive(&s, e.p);
+			else
+				agg_receive(&s, e.p);
+			break;
+		case PKT_UP:
 			agg_receive(&s, e.p);
+			break;
+		case PKT_DOWN:
+			leaf_down(&s, e.p);
 			break;
 		case PKT_RESULT:
 			worker_result(&s, e.p);
@@ -809,18 +1020,26 @@ sim_run(const struct sim_cfg *c)
 				REQ_MSG(s.st.drops[r] == 0, "%s: %llu %s drops", c->name,
 					(unsigned long long)s.st.drops[r], agg_drop_name(r));
 		REQ_EQ(agg_job_busy_slots(s.job), 0);
+		for (r = 0; r < c->nleaves; r++) {
+			REQ_EQ(agg_job_busy_slots(s.leaf[r]), 0);
+			for (idx = 0; idx < s.nchunks; idx++) {
+				REQ(s.leaf_completed[idx * c->nleaves + r]);
+				REQ_EQ(s.leaf_counted[idx * c->nleaves + r], s.leaf_full[r]);
+			}
+		}
 	}
-	printf("sim %-14s N=%-2u pool=%-2u W=%-2u chunks=%-6llu ticks=%-8llu events=%-8llu "
+	printf("sim %-14s N=%-2u L=%u pool=%-2u W=%-2u chunks=%-6llu ticks=%-8llu events=%-8llu "
 	       "lost=%llu dup=%llu late=%llu retx=%llu replay=%llu duplicate=%llu "
-	       "stale=%llu (late %llu)\n",
-	       c->name, c->nworkers, c->pool, c->window, (unsigned long long)s.nchunks,
+	       "stale=%llu (late %llu) up=%llu resent=%llu root-replay=%llu\n",
+	       c->name, c->nworkers, c->nleaves, c->pool, c->window, (unsigned long long)s.nchunks,
 	       (unsigned long long)s.now, (unsigned long long)s.st.events,
 	       (unsigned long long)s.st.lost, (unsigned long long)s.st.duplicated,
 	       (unsigned long long)s.st.held_late, (unsigned long long)s.st.retransmits,
 	       (unsigned long long)s.st.verdicts[AGG_REPLAY],
 	       (unsigned long long)s.st.drops[AGG_DROP_DUPLICATE],
 	       (unsigned long long)s.st.drops[AGG_DROP_STALE],
-	       (unsigned long long)s.st.late_stale);
+	       (unsigned long long)s.st.late_stale, (unsigned long long)s.st.partials_up,
+	       (unsigned long long)s.st.partials_resent, (unsigned long long)s.st.root_replays);
 	fflush(stdout);
 	sim_teardown(&s);
 	return s.st;
@@ -1059,6 +1278,71 @@ START_TEST(test_seq_wrap)
 }
 END_TEST
 
+/* ---- trees ---------------------------------------------------------------- */
+
+START_TEST(test_tree_loss_free)
+{
+	static const unsigned ns[] = { 2, 5, 16, 64 };
+	static const unsigned ls[] = { 2, 2, 4, 8 };
+	unsigned i;
+
+	for (i = 0; i < 4; i++) {
+		struct sim_cfg c = base_cfg("tree-loss-free", ns[i], 8, 8 - i % 2, 16, 3);
+		struct sim_stats st;
+
+		c.nleaves = ls[i];
+		/* Two levels: twice the answer time of one. */
+		c.rto = 6 * (c.delay + c.jitter);
+		st = sim_run(&c);
+		ck_assert_uint_eq(st.retransmits, 0);
+		ck_assert_uint_eq(st.partials_resent, 0);
+		ck_assert_uint_eq(st.verdicts[AGG_DROP], 0);
+		ck_assert_uint_eq(st.parent_drops, 0);
+		/* Every worker got every chunk's result once, and nothing else. */
+		ck_assert_uint_eq(st.results_ok, (st.partials_up / c.nleaves) * c.nworkers);
+	}
+}
+END_TEST
+
+/* Loss, duplication, reordering and late copies on every link of the tree. */
+static void
+tree_lossy(const char *name, unsigned n, unsigned l, unsigned loss, unsigned repeat)
+{
+	struct sim_cfg c = base_cfg(name, n, 8, 8, 16, repeat);
+	struct sim_stats st;
+
+	c.nleaves = l;
+	lossy(&c, loss, 100, 20);
+	c.rto = 2 * c.rto;
+	c.late_delay = 40 * c.rto;
+	st = sim_run(&c);
+	check_misbehaviour_seen(&c, &st);
+	/* The leaves' uplinks lost partials and results: a member's
+	 * retransmission sent the partial again, and the root replayed. */
+	ck_assert_uint_gt(st.partials_resent, 0);
+	ck_assert_uint_gt(st.root_replays, 0);
+	ck_assert_uint_gt(st.parent_drops, 0);
+}
+
+START_TEST(test_tree_loss_5)
+{
+	tree_lossy("tree-loss-5%", 12, 3, 500, 8);
+}
+END_TEST
+
+START_TEST(test_tree_loss_20)
+{
+	tree_lossy("tree-loss-20%", 6, 2, 2000, 4);
+}
+END_TEST
+
+START_TEST(test_tree_256)
+{
+	/* 256 ranks: 8 leaves of 32, each seeing only its own. */
+	tree_lossy("tree-256", 256, 8, 100, 1);
+}
+END_TEST
+
 START_TEST(test_deterministic)
 {
 	struct sim_cfg c = base_cfg("determinism", 4, 4, 3, 16, 2);
@@ -1099,6 +1383,10 @@ sim_suite(void)
 		{ "tofino", test_tofino },
 		{ "seq_wrap", test_seq_wrap },
 		{ "deterministic", test_deterministic },
+		{ "tree_loss_free", test_tree_loss_free },
+		{ "tree_loss_5", test_tree_loss_5 },
+		{ "tree_loss_20", test_tree_loss_20 },
+		{ "tree_256", test_tree_256 },
 	};
 	unsigned i;
 
