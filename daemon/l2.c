@@ -338,6 +338,11 @@ incad_l2_neigh_lookup(uint32_t ip, uint8_t mac[6], uint16_t *port)
 		const struct neigh_entry *e = &neigh[(h + i) % NEIGH_SIZE];
 
 		if (e->ip == ip) {
+			static const uint8_t none[6];
+
+			/* Forgotten: kept in place so that probing goes on. */
+			if (memcmp(e->mac, none, 6) == 0)
+				return false;
 			memcpy(mac, e->mac, 6);
 			*port = e->port;
 			return true;
@@ -381,4 +386,19 @@ incad_l2_arp_request(struct incad_lcore *lc, uint16_t port_idx, uint32_t ip)
 	arp->arp_data.arp_tip = rte_cpu_to_be_32(ip);
 	lc->st.cnt[INCAD_CNT_ARP_REQUEST]++;
 	incad_tx(lc, m, port_idx);
+}
+
+void
+incad_l2_neigh_forget(uint32_t ip)
+{
+	unsigned int i, h = rte_hash_crc_4byte(ip, 0) % NEIGH_SIZE;
+
+	for (i = 0; i < PROBES; i++) {
+		struct neigh_entry *e = &neigh[(h + i) % NEIGH_SIZE];
+
+		if (e->ip == ip)
+			memset(e->mac, 0, 6);
+		if (e->ip == 0)
+			return;
+	}
 }

@@ -32,6 +32,8 @@ void incad_l2_icmp(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
  * incad or its replies). False when unknown.
  */
 bool incad_l2_neigh_lookup(uint32_t ip, uint8_t mac[6], uint16_t *port);
+/* Forget @ip's MAC (a neighbour that fell silent may come back elsewhere). */
+void incad_l2_neigh_forget(uint32_t ip);
 /* Broadcast an ARP request for @ip on port index @port (the I/O lcore). */
 void incad_l2_arp_request(struct incad_lcore *lc, uint16_t port, uint32_t ip);
 /* Entries in the MAC and neighbour tables (racy, for telemetry). */

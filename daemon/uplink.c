@@ -162,6 +162,12 @@ leaf_timer(struct incad_lcore *lc, struct incad_job *j, uint64_t now)
 	case UP_UP:
 		if ((int64_t)(now - u->last_rx) > (int64_t)ms_cycles(u->evict_ms)) {
 			parent_lost(lc, j, now, "the parent is silent");
+			/* It may come back with another MAC (a replaced host). */
+			if (!jc->parent_has_mac) {
+				incad_l2_neigh_forget(jc->parent_ip);
+				enter(u, UP_RESOLVE, now);
+				return;
+			}
 			break;
 		}
 		if (now >= u->next_tx) {

@@ -103,6 +103,31 @@ BAD_CONFIGS = [
     ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
      'tenants = ( { name = "t"; } );\n'
      'jobs = ( { id = 2; tenant = "t"; nworkers = 2; } );\n', 3, 'needs a token'),
+    # A tree leaf's parent: unreachable, incad itself, incomplete, misnamed port.
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1/24"; } );\n'
+     'tenants = ( { name = "t"; token = 5; } );\n'
+     'jobs = ( { id = 2; tenant = "t"; nworkers = 2;\n'
+     ' parent = { address = "10.9.0.1"; rank = 0; nworkers = 2; }; } );\n', 4,
+     "no port's subnet holds the parent"),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1/24"; } );\n'
+     'tenants = ( { name = "t"; token = 5; } );\n'
+     'jobs = ( { id = 2; tenant = "t"; nworkers = 2;\n'
+     ' parent = { address = "10.0.0.1"; rank = 0; nworkers = 2; }; } );\n', 4,
+     "incad's own address"),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1/24"; } );\n'
+     'tenants = ( { name = "t"; token = 5; } );\n'
+     'jobs = ( { id = 2; tenant = "t"; nworkers = 2;\n'
+     ' parent = { address = "10.0.0.2"; nworkers = 2; }; } );\n', 4, "missing key 'rank'"),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1/24"; } );\n'
+     'tenants = ( { name = "t"; token = 5; } );\n'
+     'jobs = ( { id = 2; tenant = "t"; nworkers = 2;\n'
+     ' parent = { address = "10.0.0.2"; rank = 3; nworkers = 2; }; } );\n', 4,
+     'not below the parent'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1/24"; } );\n'
+     'tenants = ( { name = "t"; token = 5; } );\n'
+     'jobs = ( { id = 2; tenant = "t"; nworkers = 2;\n'
+     ' parent = { address = "10.0.0.2"; rank = 0; nworkers = 2;\n via = "up"; }; } );\n', 5,
+     "no port named 'up'"),
 ]
 
 

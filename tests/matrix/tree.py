@@ -322,6 +322,16 @@ def case_basic():
         check(la['COMPLETE'] == sp['COMPLETE'],
               'leaf a completed %d chunks, the spine %d: every chunk crosses both levels',
               la['COMPLETE'], sp['COMPLETE'])
+        # What an operator sees: the leaf's parent, and the job list.
+        ctl = os.path.join(HERE, '..', '..', 'tools', 'incactl')
+        out = subprocess.run(['/usr/bin/python3', ctl, '--prefix', t.incads['la'].prefix, 'job',
+                              str(JOB)], capture_output=True, text=True, timeout=30).stdout
+        log(out)
+        check('parent: %s:18766 job %d, this job its rank 0, up' % (t.ip(SPINE), JOB) in out,
+              'incactl job does not show the parent: %s', out)
+        out = subprocess.run(['/usr/bin/python3', ctl, '--prefix', t.incads['lb'].prefix,
+                              'jobs'], capture_output=True, text=True, timeout=30).stdout
+        check('%s/%d up' % (t.ip(SPINE), JOB) in out, 'incactl jobs: %s', out)
         st = t.incads['la'].tel.query('/incad/stats')
         log('leaf a stats: partial_tx=%s parent_result=%s' % (
             st.get('counters', st).get('PARTIAL_TX'), st.get('counters', st).get('PARENT_RESULT')))
@@ -413,6 +423,35 @@ def case_worker_leaves():
         check(t.incads['sp'].job()['incarnation'] > before and la['parent_joins'] >= 2,
               'spine incarnation %s -> %s, leaf a joins %s: the leaves did not rejoin',
               before, t.incads['sp'].job()['incarnation'], la['parent_joins'])
+
+
+def case_spine_restarts():
+    """The spine killed mid-run: the leaves find it silent (its evict_ms),
+    end their incarnation, and every rank ends exact on the fallback, none
+    hangs; a spine started again is joined by both leaves, and the next run
+    is on the aggregators again."""
+    with Tree() as t:
+        t.start_all()
+        iters = 40
+        run = t.workers(common=['--iters', str(iters)])
+        try:
+            run.wait_colls(0, 10)
+            t.incads['sp'].stop(signal.SIGKILL)
+            run.wait(watchdog=180)
+        finally:
+            kill_all(run)
+        run.check_exact(5 * iters, on_aggregator=False)
+        la = t.incads['la'].job()
+        check(la['parent_losses'] >= 1, 'leaf a never noticed its parent die: %s', la)
+        t.start('sp', SPINE, 2)
+        for k in ('la', 'lb'):
+            t.incads[k].wait_parent_up(timeout=30)
+        run = t.workers(common=['--iters', '2'])
+        try:
+            run.wait()
+        finally:
+            kill_all(run)
+        run.check_exact(10, on_aggregator=True)
 
 
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith('case_')}
