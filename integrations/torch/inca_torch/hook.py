@@ -130,9 +130,11 @@ class IncaState:
         conf = conf[0]
         if conf is None:
             return
-        if self.size > 32:
+        # Beyond 32 ranks the job needs a tree: INCA_AGGREGATOR lists its
+        # leaves, and libinca refuses (logged; gloo then) a list too short.
+        if self.size > 65535:
             if self.rank == 0:
-                log.warning('%d ranks, INCA jobs have at most 32: using gloo', self.size)
+                log.warning('%d ranks, INCA jobs have at most 65535: using gloo', self.size)
             return
         self.lib = library(lib_path)
         self.job = conf['job']
