@@ -287,7 +287,8 @@ parse_mac(const char *s, uint8_t mac[6])
 static void
 parse_idle(struct parser *p, const config_setting_t *g, struct incad_config *c)
 {
-	static const char *const keys[] = {"policy", "max_sleep_us", "empty_polls", NULL};
+	static const char *const keys[] = {"policy", "max_sleep_us", "empty_polls", "hot_us",
+					   NULL};
 	const config_setting_t *s;
 	const char *v;
 
@@ -305,6 +306,7 @@ parse_idle(struct parser *p, const config_setting_t *g, struct incad_config *c)
 	}
 	GET_UINT(p, g, "max_sleep_us", 1, 1000000, false, c->idle_max_sleep_us);
 	GET_UINT(p, g, "empty_polls", 1, 1000000, false, c->idle_empty_polls);
+	GET_UINT(p, g, "hot_us", 0, 1000000, false, c->idle_hot_us);
 }
 
 static void
@@ -740,6 +742,7 @@ incad_config_defaults(struct incad_config *c)
 	c->idle = INCAD_IDLE_ADAPTIVE;
 	c->idle_max_sleep_us = 200;
 	c->idle_empty_polls = 64;
+	c->idle_hot_us = 500;
 	c->mbufs = 8191;
 	c->ring_size = 1024;
 	c->pool_size = 64;

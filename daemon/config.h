@@ -114,6 +114,7 @@ struct incad_config {
 	enum incad_idle idle;
 	uint32_t idle_max_sleep_us;
 	uint32_t idle_empty_polls;     /* empty polls before the first sleep */
+	uint32_t idle_hot_us;          /* and no sleep this long after the last work */
 	uint32_t mbufs;                /* mbuf pool size */
 	uint32_t ring_size;            /* per-lcore dispatch and tx rings */
 	uint16_t pool_size;            /* default slots of a dynamic job */

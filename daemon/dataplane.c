@@ -11,6 +11,7 @@
  * to a ring, or frees it and counts why.
  */
 #include <errno.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <time.h>
 
@@ -741,18 +742,34 @@ io_drain_tx_rings(struct incad_lcore *lc)
 	return total;
 }
 
+/*
+ * Adaptive idle: sleep only when the lcore has found nothing for
+ * idle.empty_polls polls *and* idle.hot_us: traffic that is sparse but
+ * latency-bound (a small collective every few hundred microseconds: a
+ * round trip through incad, then the next) finds it polling, not asleep;
+ * a sleep that had just begun when a contribution arrived would cost a
+ * wake-up on the critical path of every collective. Longer silences sleep,
+ * from 8 us doubling up to idle.max_sleep_us.
+ */
 static void
-idle(struct incad_lcore *lc, unsigned int work)
+idle(struct incad_lcore *lc, unsigned int work, uint64_t now)
 {
 	if (work != 0) {
 		lc->st.busy_polls++;
 		lc->empty_run = 0;
 		lc->sleep_us = FIRST_SLEEP_US;
+		lc->last_work = now;
 		return;
 	}
 	lc->st.empty_polls++;
 	if (incad.cfg.idle != INCAD_IDLE_ADAPTIVE || ++lc->empty_run < incad.cfg.idle_empty_polls)
 		return;
+	if (now - lc->last_work < incad.hz / 1000000 * incad.cfg.idle_hot_us) {
+		/* Hot, but not greedy: a thread waiting for this core (a
+		 * worker, the kernel's packet work) runs first. */
+		sched_yield();
+		return;
+	}
 	/* Offline while asleep, so that the control plane's grace periods
 	 * do not wait for a sleeping lcore. */
 	rte_rcu_qsbr_thread_offline(incad.qs, lc->idx);
@@ -810,7 +827,7 @@ io_loop(struct incad_lcore *lc)
 			next_timer = now + timer_period;
 		}
 		rte_rcu_qsbr_quiescent(incad.qs, lc->idx);
-		idle(lc, work);
+		idle(lc, work, now);
 	}
 }
 
@@ -829,7 +846,7 @@ agg_loop(struct incad_lcore *lc)
 		free_flush(lc);
 		incad_tx_flush_lcore(lc);
 		rte_rcu_qsbr_quiescent(incad.qs, lc->idx);
-		idle(lc, n);
+		idle(lc, n, now);
 	}
 }
 

@@ -149,6 +149,7 @@ struct incad_lcore {
 	struct incad_lcore_stats st;
 	uint32_t sleep_us;
 	uint32_t empty_run;
+	uint64_t last_work;       /* timer cycles of the last poll that found work */
 	unsigned int ntx;         /* frames waiting in tx[] (non-I/O lcores) */
 	struct rte_mbuf *tx[64];
 	unsigned int nfree;       /* contributions done with, freed in bulk */

@@ -40,7 +40,7 @@ usage(FILE *f, const char *prog)
 {
 	fprintf(f,
 		"Usage: %s [EAL options] -- -c FILE [--idle adaptive|poll] "
-		"[--stats-interval SEC] [--help]\n"
+		"[--idle-hot-us US] [--stats-interval SEC] [--help]\n"
 		"\n"
 		"INCA aggregation daemon: aggregates INCA contributions from workers and\n"
 		"sends the results back; in switch mode also forwards ordinary frames\n"
@@ -50,6 +50,8 @@ usage(FILE *f, const char *prog)
 		"  --idle adaptive|poll    idle policy of the dataplane lcores (overrides\n"
 		"                          idle.policy): adaptive sleeps when there is no\n"
 		"                          traffic, poll never sleeps\n"
+		"  --idle-hot-us US        adaptive: no sleep until US microseconds after\n"
+		"                          the last traffic (overrides idle.hot_us)\n"
 		"  --stats-interval SEC    print statistics every SEC seconds (0: never)\n"
 		"  -h, --help              this text (EAL is not started)\n"
 		"\n"
@@ -64,6 +66,7 @@ usage(FILE *f, const char *prog)
 struct cli {
 	const char *config;
 	int idle;            /* -1: from the file */
+	long hot_us;         /* -1: from the file */
 	long stats_interval; /* -1: from the file */
 };
 
@@ -74,6 +77,7 @@ parse_cli(int argc, char **argv, struct cli *cli)
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"idle", required_argument, NULL, 'i'},
+		{"idle-hot-us", required_argument, NULL, 'H'},
 		{"stats-interval", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -83,6 +87,7 @@ parse_cli(int argc, char **argv, struct cli *cli)
 
 	cli->config = NULL;
 	cli->idle = -1;
+	cli->hot_us = -1;
 	cli->stats_interval = -1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
@@ -98,6 +103,15 @@ parse_cli(int argc, char **argv, struct cli *cli)
 			else {
 				fprintf(stderr, "incad: --idle takes adaptive or poll, not '%s'\n",
 					optarg);
+				return 1;
+			}
+			break;
+		case 'H':
+			errno = 0;
+			cli->hot_us = strtol(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || end == optarg || cli->hot_us < 0 ||
+			    cli->hot_us > 1000000) {
+				fprintf(stderr, "incad: --idle-hot-us takes 0-1000000\n");
 				return 1;
 			}
 			break;
@@ -325,6 +339,8 @@ main(int argc, char **argv)
 		return EXIT_FAILURE;
 	if (cli.idle >= 0)
 		incad.cfg.idle = (enum incad_idle)cli.idle;
+	if (cli.hot_us >= 0)
+		incad.cfg.idle_hot_us = (uint32_t)cli.hot_us;
 	if (cli.stats_interval >= 0)
 		incad.cfg.stats_interval = (uint32_t)cli.stats_interval;
 

@@ -13,7 +13,8 @@
 #       [--rate RATE] [--mode switch|aggregator] [--runs R]
 #       [--sizes pow2|pow4|B,B,...] [--iters I] [--iters-large I]
 #       [--systems inca,ompi-ring,ompi-default] [--window W] [--max-elems E]
-#       [--mpi-busy-poll] [--inca-args "ARGS"] [--build DIR] [--out DIR]
+#       [--mpi-busy-poll] [--inca-args "ARGS"] [--incad-args "ARGS"]
+#       [--build DIR] [--out DIR]
 #       [--name PREFIX] [--keep]
 #
 # Defaults: 4 workers, MTU 1500, 500mbit, switch mode, 3 runs, sizes 4 KiB
@@ -67,6 +68,7 @@ SYSTEMS=inca,ompi-ring,ompi-default
 WINDOW=
 MAX_ELEMS=
 INCA_ARGS=
+INCAD_ARGS=
 MPI_YIELD=1
 BUILD=
 OUT=/tmp/inca-bench-allreduce
@@ -93,6 +95,7 @@ while [ $# -gt 0 ]; do
 	--window) WINDOW=$2; shift 2 ;;
 	--max-elems) MAX_ELEMS=$2; shift 2 ;;
 	--inca-args) INCA_ARGS=$2; shift 2 ;;
+	--incad-args) INCAD_ARGS=$2; shift 2 ;;
 	--mpi-busy-poll) MPI_YIELD=0; shift ;;
 	--build) BUILD=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
@@ -304,11 +307,12 @@ run_mpi()
 start_incad()
 {
 	local conf=$OUT/incad_$NAME.conf i
-	local cargs=(--jobs 1 --nworkers "$1" --max-elems "$ELEMS" --pool-size "$POOL")
+	local cargs=(--jobs 1 --nworkers "$1" --max-elems "$ELEMS" --pool-size "$POOL") extra=()
 
 	"$RACK" conf --name "$NAME" "${cargs[@]}" > "$conf" || return 1
+	[ -n "$INCAD_ARGS" ] && read -r -a extra <<< "$INCAD_ARGS"
 	"$RACK" exec --name "$NAME" agg "$INCAD" --no-huge -m 512 --no-pci -l 0 \
-		--file-prefix "$NAME" --log-level lib.eal:error -- -c "$conf" \
+		--file-prefix "$NAME" --log-level lib.eal:error -- -c "$conf" "${extra[@]}" \
 		> "$OUT/incad_n$1_mtu$2.log" 2>&1 &
 	INCAD_PID=$!
 	for i in $(seq 100); do
