@@ -12,6 +12,7 @@
  */
 
 #define _GNU_SOURCE
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,237 @@ drive(struct inca_comm *c, struct li_req *r, bool block)
 	}
 }
 
+/* ---- stripes ------------------------------------------------------------ */
+
+/*
+ * A striped communicator (comm.c) cuts each collective into one contiguous
+ * part per stripe, each an ordinary request of that stripe's communicator
+ * on its own aggregator (or tree). The parts' packets move whenever any
+ * call drives the communicator. What needs care is the fallback: the
+ * stripes share the caller's oob and fallback function, so every rank must
+ * make the same sequence of calls to them, although ranks notice a broken
+ * stream at different times. Hence two states only: every stripe on its
+ * aggregator, or every stripe in the fallback.
+ *
+ *  - While all are on their aggregators, no rank calls the fallback. When a
+ *    rank finds any stripe's stream broken, it runs the recovery of every
+ *    stripe, in stripe order (a stripe whose stream is fine takes part
+ *    with everything it has); every other rank does the same when it finds
+ *    its own stream broken (the broken stripe stalls everybody), so the
+ *    first fallback call of every rank is stripe 0's recovery.
+ *  - In the fallback, the parts run in the order of the collectives and,
+ *    within one, in stripe order: the same on every rank.
+ *  - The stripes do not probe their aggregators one by one (that would mix
+ *    the states): a striped communicator that fell back stays there.
+ */
+
+static int allreduce_issue(struct inca_comm *c, const void *sendbuf, void *recvbuf,
+			   size_t count, unsigned dtype, unsigned op, struct li_req **out);
+
+static bool
+stripe_healthy(const struct inca_comm *x)
+{
+	return !x->in_fallback && !x->failed && x->stream_err == 0;
+}
+
+/*
+ * A stripe in trouble (its stream broke, it failed, or it is in the
+ * fallback) while another still streams: every stripe goes to the
+ * fallback, in stripe order. A mismatch, an abort or a failure is every
+ * stripe's end instead: no recovery (as fail_stream() never falls back on
+ * those).
+ */
+static void
+stripes_recover(struct inca_comm *c)
+{
+	bool trouble = false, hard = false, all_fb = true;
+	int err = INCA_ETIMEDOUT;
+	unsigned s;
+
+	for (s = 0; s < c->nstripes; s++) {
+		const struct inca_comm *x = c->stripe[s];
+
+		trouble |= x->in_fallback || x->failed || x->stream_err != 0;
+		all_fb &= x->in_fallback;
+		if (x->failed || x->stream_err == INCA_EPROTO || x->stream_err == INCA_ECANCELED) {
+			hard = true;
+			err = x->failed ? INCA_EFAILED : x->stream_err;
+		}
+	}
+	if (!trouble)
+		return;
+	for (s = 0; s < c->nstripes; s++) {
+		struct inca_comm *x = c->stripe[s];
+		int e = x->stream_err != 0 ? x->stream_err : err;
+
+		x->stream_err = 0;
+		if (x->failed || (all_fb && !hard))
+			continue;
+		if (hard)
+			fail_hard(x, e == INCA_ETIMEDOUT ? INCA_EFAILED : e);
+		else if (!x->in_fallback)
+			fail_stream(x, e);
+	}
+}
+
+void
+li_stripes_settle(struct inca_comm *c)
+{
+	unsigned s;
+
+	for (s = 0; s < c->nstripes; s++)
+		if (c->stripe[s]->in_fallback)
+			break;
+	if (s < c->nstripes)
+		stripes_recover(c);
+}
+
+/*
+ * One round of the stripes' streams (no fallback calls): receive, resend,
+ * send; then, with @wait_ms, wait at most that long for any of their
+ * sockets. A broken stream is recorded for stripes_recover().
+ */
+static void
+stripes_pump(struct inca_comm *c, int wait_ms)
+{
+	struct pollfd pfd[LI_MAX_STRIPES];
+	unsigned s, n = 0;
+	int ret;
+
+	for (s = 0; s < c->nstripes; s++) {
+		struct inca_comm *x = c->stripe[s];
+
+		if (!stripe_healthy(x) || x->head == NULL)
+			continue;
+		if (li_aborted(x)) {
+			x->stream_err = INCA_ECANCELED;
+			continue;
+		}
+		ret = li_progress(x, 0);
+		if (ret < 0) {
+			x->stream_err = ret;
+			continue;
+		}
+		if (x->head != NULL) {
+			pfd[n].fd = x->tops->fd(x->tp);
+			pfd[n].events = POLLIN;
+			n++;
+		}
+	}
+	if (wait_ms > 0 && n > 0)
+		(void)poll(pfd, n, wait_ms);
+}
+
+/* Complete what can be completed of the oldest collectives, in order. */
+static void
+stripes_complete(struct inca_comm *c)
+{
+	struct li_req *h;
+	unsigned s;
+
+	while ((h = c->head) != NULL) {
+		for (s = 0; s < c->nstripes; s++) {
+			struct li_req *sr = h->sub[s];
+			struct inca_comm *x = c->stripe[s];
+
+			if (sr == NULL)
+				continue;
+			if (sr->state == LI_REQ_PENDING) {
+				if (!x->in_fallback && !x->failed)
+					return; /* its results are still on the way */
+				(void)drive(x, sr, true);
+				if (sr->state == LI_REQ_PENDING)
+					return;
+			}
+			if (sr->result < 0 && h->result == INCA_OK)
+				h->result = sr->result;
+			li_req_free(x, sr);
+			h->sub[s] = NULL;
+		}
+		li_req_complete(c, h, h->result);
+	}
+}
+
+/* Run until @r is done (or, without @block, one round). */
+static void
+stripes_drive(struct inca_comm *c, struct li_req *r, bool block)
+{
+	uint64_t deadline = li_now_ns() + (uint64_t)c->o.op_timeout_ms * NS_PER_MS;
+	unsigned s;
+
+	for (;;) {
+		stripes_pump(c, 0);
+		stripes_recover(c);
+		stripes_complete(c);
+		if (r == NULL ? c->head == NULL : r->state != LI_REQ_PENDING)
+			return;
+		if (!block)
+			return;
+		if (li_now_ns() >= deadline) {
+			li_log(INCA_LOG_ERR, "job %u rank %u: striped collective incomplete after "
+			       "%u ms", c->o.job, c->o.rank, c->o.op_timeout_ms);
+			for (s = 0; s < c->nstripes; s++)
+				if (!c->stripe[s]->failed)
+					fail_hard(c->stripe[s], INCA_ETIMEDOUT);
+			stripes_complete(c);
+			return;
+		}
+		stripes_pump(c, 1);
+	}
+}
+
+/* Issue one collective on a striped communicator: a part per stripe. */
+static int
+stripes_issue(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+	      unsigned dtype, unsigned op, struct li_req **out)
+{
+	size_t esz = inca_dtype_size(dtype), per, off = 0;
+	struct li_req *r, *sub;
+	unsigned s;
+	int ret = INCA_OK;
+
+	if (c->nreqs >= LI_MAX_REQUESTS)
+		return INCA_EBUSY;
+	r = li_req_alloc(c);
+	if (r == NULL)
+		return INCA_ENOMEM;
+	r->comm = c;
+	r->kind = LI_KIND_STRIPE;
+	r->count = count;
+	r->state = LI_REQ_PENDING;
+	r->result = INCA_OK;
+	/* Equal parts, the first ones one element longer; a collective of
+	 * fewer elements than stripes leaves the last ones without a part. */
+	per = count / c->nstripes;
+	for (s = 0; s < c->nstripes && ret == INCA_OK; s++) {
+		size_t n = per + (s < count % c->nstripes);
+
+		if (n == 0)
+			continue;
+		/* Queued only: the stripes' streams move in stripes_drive(),
+		 * whose recovery keeps the stripes together. */
+		ret = allreduce_issue(c->stripe[s],
+				      sendbuf == INCA_IN_PLACE ? INCA_IN_PLACE :
+				      (const uint8_t *)sendbuf + off * esz,
+				      (uint8_t *)recvbuf + off * esz, n, dtype, op, &sub);
+		if (ret == INCA_OK)
+			r->sub[s] = sub;
+		off += n;
+	}
+	/* Queued last: the parts already issued complete with it. */
+	if (c->tail != NULL)
+		c->tail->next = r;
+	else
+		c->head = r;
+	c->tail = r;
+	c->nreqs++;
+	c->st.collectives++;
+	if (ret < 0 && r->result == INCA_OK)
+		r->result = ret;
+	*out = r;
+	return INCA_OK;
+}
+
 static int
 check_common(struct inca_comm *c, size_t count)
 {
@@ -127,6 +359,35 @@ check_common(struct inca_comm *c, size_t count)
 		return INCA_EINVAL;
 	if (c->nreqs >= LI_MAX_REQUESTS)
 		return INCA_EBUSY;
+	return INCA_OK;
+}
+
+/* Queue an allreduce on a communicator with a stream of its own. */
+static int
+allreduce_issue(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+		unsigned dtype, unsigned op, struct li_req **out)
+{
+	struct li_req *r;
+	int ret;
+
+	ret = check_common(c, count);
+	if (ret < 0)
+		return ret;
+	r = li_req_alloc(c);
+	if (r == NULL)
+		return INCA_ENOMEM;
+	r->kind = LI_KIND_ALLREDUCE;
+	r->sendbuf = sendbuf == INCA_IN_PLACE ? recvbuf : sendbuf;
+	r->recvbuf = recvbuf;
+	r->count = count;
+	r->dtype = dtype;
+	r->op = op;
+	ret = li_issue(c, r);
+	if (ret < 0) {
+		li_req_free(c, r);
+		return ret;
+	}
+	*out = r;
 	return INCA_OK;
 }
 
@@ -146,20 +407,17 @@ inca_iallreduce(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t 
 	if (dtype >= INCA_DTYPE_COUNT || op >= INCA_OP_COUNT ||
 	    (count > 0 && (recvbuf == NULL || sendbuf == NULL)))
 		return INCA_EINVAL;
-	r = li_req_alloc(c);
-	if (r == NULL)
-		return INCA_ENOMEM;
-	r->kind = LI_KIND_ALLREDUCE;
-	r->sendbuf = sendbuf == INCA_IN_PLACE ? recvbuf : sendbuf;
-	r->recvbuf = recvbuf;
-	r->count = count;
-	r->dtype = dtype;
-	r->op = op;
-	ret = li_issue(c, r);
-	if (ret < 0) {
-		li_req_free(c, r);
-		return ret;
+	if (c->nstripes > 0) {
+		ret = stripes_issue(c, sendbuf, recvbuf, count, dtype, op, &r);
+		if (ret < 0)
+			return ret;
+		stripes_drive(c, NULL, false);
+		*req = (struct inca_request *)r;
+		return INCA_OK;
 	}
+	ret = allreduce_issue(c, sendbuf, recvbuf, count, dtype, op, &r);
+	if (ret < 0)
+		return ret;
 	/* Start streaming now, so that the data moves while the caller
 	 * computes; failures surface in test / wait. */
 	if (r->state == LI_REQ_PENDING && !c->in_fallback)
@@ -180,7 +438,9 @@ inca_test(struct inca_request **req, int *done)
 	r = (struct li_req *)*req;
 	c = r->comm;
 	*done = 0;
-	if (r->state == LI_REQ_PENDING)
+	if (r->state == LI_REQ_PENDING && c->nstripes > 0)
+		stripes_drive(c, r, false);
+	else if (r->state == LI_REQ_PENDING)
 		(void)drive(c, c->in_fallback ? r : NULL, false);
 	if (r->state == LI_REQ_PENDING)
 		return INCA_OK;
@@ -202,7 +462,10 @@ inca_wait(struct inca_request **req)
 		return INCA_EINVAL;
 	r = (struct li_req *)*req;
 	c = r->comm;
-	(void)drive(c, r, true);
+	if (c->nstripes > 0)
+		stripes_drive(c, r, true);
+	else
+		(void)drive(c, r, true);
 	ret = r->state == LI_REQ_PENDING ? INCA_EPROTO : r->result;
 	li_req_free(c, r);
 	*req = NULL;
@@ -234,6 +497,12 @@ inca_broadcast(struct inca_comm *c, void *buf, size_t bytes, unsigned root)
 		return ret;
 	if (root >= c->o.size || (bytes > 0 && buf == NULL))
 		return INCA_EINVAL;
+	/* A striped communicator broadcasts on its first stripe, once the
+	 * collectives before it are done (their fallback calls come first). */
+	if (c->nstripes > 0) {
+		stripes_drive(c, NULL, true);
+		return inca_broadcast(c->stripe[0], buf, bytes, root);
+	}
 	r = li_req_alloc(c);
 	if (r == NULL)
 		return INCA_ENOMEM;
@@ -270,6 +539,11 @@ inca_comm_progress(struct inca_comm *c)
 		return INCA_EINVAL;
 	if (c->failed)
 		return INCA_EFAILED;
+	if (c->nstripes > 0) {
+		/* The streams only: recovery may block, the next wait does it. */
+		stripes_pump(c, 0);
+		return INCA_OK;
+	}
 	if (c->in_fallback || !c->joined)
 		return INCA_OK;
 	ret = li_progress(c, 0);

@@ -296,6 +296,111 @@ comm_free(struct inca_comm *c)
 	free(c);
 }
 
+/*
+ * A striped communicator: opts.aggregator "A+B" (stripes joined by '+',
+ * within each of a tree's leaves when there are several: "A1+B1,A2+B2").
+ * Stripe s is a communicator of its own on the s-th aggregator of each
+ * leaf, job o->job + s, bound to the local port + s when a port is given;
+ * they are created in stripe order, each with its own all-or-none
+ * agreement, so every rank stops at the same stripe when one fails.
+ */
+static int
+stripes_create(const struct inca_comm_opts *o, struct inca_comm **out)
+{
+	char agg[LI_MAX_STRIPES][1024], bind[64] = "";
+	struct inca_comm *c;
+	const char *p = o->aggregator, *colon = NULL;
+	unsigned k = 0, s = 0, leaf = 0;
+	int ret = INCA_OK;
+
+	memset(agg, 0, sizeof(agg));
+	/* Every leaf entry must name the same number of stripes. */
+	for (;;) {
+		size_t n = strcspn(p, "+,");
+
+		if (n == 0 || s >= LI_MAX_STRIPES ||
+		    strlen(agg[s]) + n + 2 > sizeof(agg[s])) {
+			li_log(INCA_LOG_ERR, "aggregator '%s': empty entry, or more than %u "
+			       "stripes", o->aggregator, LI_MAX_STRIPES);
+			return INCA_EINVAL;
+		}
+		if (leaf > 0)
+			strcat(agg[s], ",");
+		strncat(agg[s], p, n);
+		p += n;
+		s++;
+		if (*p == '+') {
+			p++;
+			continue;
+		}
+		if (leaf == 0)
+			k = s;
+		if (s != k) {
+			li_log(INCA_LOG_ERR, "aggregator '%s': every leaf needs %u stripes",
+			       o->aggregator, k);
+			return INCA_EINVAL;
+		}
+		if (*p == '\0')
+			break;
+		p++;
+		leaf++;
+		s = 0;
+	}
+	if ((unsigned)o->job + k - 1 > UINT16_MAX)
+		return INCA_EINVAL;
+	if (o->bind != NULL) {
+		if (strlen(o->bind) >= sizeof(bind))
+			return INCA_EINVAL;
+		strcpy(bind, o->bind);
+		colon = strchr(o->bind, ':');
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return INCA_ENOMEM;
+	c->o = *o;
+	c->agg_str = strdup(o->aggregator);
+	c->o.aggregator = c->agg_str;
+	c->o.bind = NULL;
+	c->fb_fn = o->fallback;
+	c->fb_ctx = o->fallback_ctx;
+	c->footprint = sizeof(*c);
+	if (c->o.op_timeout_ms == 0)
+		c->o.op_timeout_ms = LI_DEF_OP_TIMEOUT_MS;
+	if (c->agg_str == NULL) {
+		free(c);
+		return INCA_ENOMEM;
+	}
+	for (s = 0; s < k && ret == INCA_OK; s++) {
+		struct inca_comm_opts so = c->o;
+
+		so.aggregator = agg[s];
+		so.job = (uint16_t)(o->job + s);
+		/* The stripes go back to their aggregators together or not at
+		 * all (collective.c, "Stripes"): never one by one. */
+		so.probe_every = UINT32_MAX;
+		so.bind = o->bind;
+		if (colon != NULL && atoi(colon + 1) != 0) {
+			snprintf(bind, sizeof(bind), "%.*s:%d", (int)(colon - o->bind), o->bind,
+				 atoi(colon + 1) + (int)s);
+			so.bind = bind;
+		}
+		ret = inca_comm_create(&so, &c->stripe[s]);
+		if (ret == INCA_OK) {
+			c->nstripes++;
+			c->footprint += c->stripe[s]->footprint;
+		}
+	}
+	if (ret < 0) {
+		inca_comm_destroy(c);
+		return ret;
+	}
+	/* Every rank saw the same outcome of each stripe's agreement: if one
+	 * starts in the fallback, all do. */
+	li_stripes_settle(c);
+	*out = c;
+	return INCA_OK;
+}
+
 int
 inca_comm_create(const struct inca_comm_opts *in, struct inca_comm **out)
 {
@@ -312,6 +417,8 @@ inca_comm_create(const struct inca_comm_opts *in, struct inca_comm **out)
 	ret = opts_check(o);
 	if (ret < 0)
 		return ret;
+	if (strchr(o->aggregator, '+') != NULL)
+		return stripes_create(o, out);
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return INCA_ENOMEM;
@@ -418,8 +525,18 @@ inca_comm_create_env(const struct inca_comm_opts *base, struct inca_comm **out)
 void
 inca_comm_destroy(struct inca_comm *c)
 {
+	unsigned s;
+
 	if (c == NULL)
 		return;
+	/* A striped one: its stripes in order (each teardown is a round of
+	 * every rank's), its own requests' parts belong to them. */
+	for (s = 0; s < c->nstripes; s++)
+		inca_comm_destroy(c->stripe[s]);
+	if (c->nstripes > 0) {
+		comm_free(c);
+		return;
+	}
 	li_keepalive_stop(c);
 	if (c->joined && c->tp != NULL)
 		li_close_stream(c);
@@ -439,25 +556,40 @@ inca_comm_destroy(struct inca_comm *c)
 void
 inca_comm_abort(struct inca_comm *c)
 {
-	if (c != NULL)
-		__atomic_store_n(&c->aborted, 1, __ATOMIC_RELEASE);
+	unsigned s;
+
+	if (c == NULL)
+		return;
+	__atomic_store_n(&c->aborted, 1, __ATOMIC_RELEASE);
+	for (s = 0; s < c->nstripes; s++)
+		inca_comm_abort(c->stripe[s]);
 }
 
 int
 inca_comm_error(const struct inca_comm *c)
 {
+	unsigned s;
+	int err;
+
 	if (c == NULL)
 		return INCA_EINVAL;
-	return __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
+	err = __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
+	for (s = 0; s < c->nstripes && err == 0; s++)
+		err = inca_comm_error(c->stripe[s]);
+	return err;
 }
 
 void
 inca_comm_set_fallback(struct inca_comm *c, inca_fallback_fn *fn, void *ctx)
 {
+	unsigned s;
+
 	if (c == NULL)
 		return;
 	c->fb_fn = fn;
 	c->fb_ctx = ctx;
+	for (s = 0; s < c->nstripes; s++)
+		inca_comm_set_fallback(c->stripe[s], fn, ctx);
 }
 
 void
@@ -465,10 +597,23 @@ inca_comm_stats_sized(const struct inca_comm *c, struct inca_stats *st, size_t s
 {
 	struct inca_stats s;
 
+	unsigned k;
+
 	if (c == NULL || st == NULL)
 		return;
 	s = c->st;
 	s.heartbeats += __atomic_load_n(&c->ka_sent, __ATOMIC_RELAXED);
+	/* A striped communicator's counters are its stripes' sums. */
+	for (k = 0; k < c->nstripes; k++) {
+		struct inca_stats t;
+		uint64_t *a = (uint64_t *)&s;
+		const uint64_t *b = (const uint64_t *)&t;
+		size_t i;
+
+		inca_comm_stats_sized(c->stripe[k], &t, sizeof(t));
+		for (i = 0; i < sizeof(s) / sizeof(uint64_t); i++)
+			a[i] += b[i];
+	}
 	memcpy(st, &s, size < sizeof(s) ? size : sizeof(s));
 }
 
@@ -477,8 +622,20 @@ inca_comm_info_sized(const struct inca_comm *c, struct inca_comm_info *info, siz
 {
 	struct inca_comm_info i;
 
+	unsigned s;
+
 	if (c == NULL || info == NULL)
 		return;
+	/* A striped communicator: its first stripe's, in fallback when any
+	 * stripe is, and the footprint of all. */
+	if (c->nstripes > 0) {
+		inca_comm_info_sized(c->stripe[0], &i, sizeof(i));
+		for (s = 1; s < c->nstripes; s++)
+			i.in_fallback |= c->stripe[s]->in_fallback;
+		i.footprint = c->footprint;
+		memcpy(info, &i, size < sizeof(i) ? size : sizeof(i));
+		return;
+	}
 	memset(&i, 0, sizeof(i));
 	i.in_fallback = c->in_fallback;
 	i.float_native = c->float_native;

@@ -107,8 +107,16 @@ inca_comm_keepalive(struct inca_comm *c, int on)
 	struct li_keepalive *ka;
 	pthread_condattr_t ca;
 
+	unsigned s;
+	int ret;
+
 	if (c == NULL)
 		return INCA_EINVAL;
+	for (s = 0; s < c->nstripes; s++) {
+		ret = inca_comm_keepalive(c->stripe[s], on);
+		if (ret < 0)
+			return ret;
+	}
 	if (!on) {
 		li_keepalive_stop(c);
 		return INCA_OK;

@@ -26,6 +26,12 @@ int li_agree_membership(struct inca_comm *c, int local);
 int li_join_stream(struct inca_comm *c);
 int li_recover(struct inca_comm *c);
 int li_teardown(struct inca_comm *c);
+
+/*
+ * API layer (collective.c): a striped communicator just created whose
+ * stripes did not all join goes to the fallback as a whole.
+ */
+void li_stripes_settle(struct inca_comm *c);
 int li_fb_run(struct inca_comm *c, struct li_req *r);
 
 #endif /* INCA_LI_RECOVER_H */

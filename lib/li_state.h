@@ -77,6 +77,7 @@ enum li_req_kind {
 	LI_KIND_ALLREDUCE = 0,
 	LI_KIND_BCAST,
 	LI_KIND_CLOSE,  /* window of one-element chunks before LEAVE */
+	LI_KIND_STRIPE, /* a striped communicator's collective: its parts in sub[] */
 };
 
 struct li_req {
@@ -100,6 +101,8 @@ struct li_req {
 	uint32_t delivered;      /* stream chunks delivered in order */
 	int state;               /* enum li_req_state */
 	int result;              /* INCA_OK or error once DONE */
+	/* LI_KIND_STRIPE: each stripe's part (NULL: none, or done). */
+	struct li_req *sub[LI_MAX_STRIPES];
 };
 
 /* Internal counters beyond the public ones are not needed: reuse them. */
@@ -118,6 +121,15 @@ struct inca_comm {
 	unsigned agg_index;
 	uint16_t wrank;
 	uint16_t wsize;
+	/*
+	 * A striped communicator (collective.c, "Stripes"): no stream of its
+	 * own, but one communicator per stripe, each on its own aggregator
+	 * (or tree) with job id o.job + s; a collective is cut into one
+	 * contiguous part per stripe. Its requests (LI_KIND_STRIPE) are in
+	 * head/tail like a stream's.
+	 */
+	unsigned nstripes;
+	struct inca_comm *stripe[LI_MAX_STRIPES];
 	char *bind_str;
 	struct sockaddr_in agg_addr;
 	struct sockaddr_in bind_addr;

@@ -72,6 +72,8 @@
 #define LI_NAP_MAX_NS 2000000ull
 /* Requests in flight per communicator. */
 #define LI_MAX_REQUESTS 1024
+/* Aggregators (or trees) one communicator's collectives are striped across. */
+#define LI_MAX_STRIPES 8
 /* Packets per sendmmsg / recvmmsg call. */
 #define LI_BATCH 32
 /* IPv4 + UDP header bytes in front of the INCA header inside the MTU. */

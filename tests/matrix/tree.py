@@ -114,7 +114,7 @@ class Tree:
         self.down()
         return False
 
-    def conf(self, node, host, nworkers, parent_rank=None):
+    def conf(self, node, host, nworkers, parent_rank=None, job=JOB):
         parent = ''
         if parent_rank is not None:
             parent = ('parent = { address = "%s"; job = %d; token = 0x%x; rank = %d; '
@@ -128,11 +128,12 @@ ports = ( { name = "p0"; devargs = "net_af_packet%s,iface=v0"; ipv4 = "%s/24"; }
 tenants = ( { name = "t"; token = 0x%x; job_ids = [1, 100]; dynamic_jobs = false; } );
 jobs = ( { id = %d; tenant = "t"; nworkers = %d; pool_size = %d; max_elems = %d;
            window = %d; %s } );
-''' % (POOL, ELEMS, WINDOW, node, self.ip(host), TOKEN, JOB, nworkers, POOL, ELEMS, WINDOW,
+''' % (POOL, ELEMS, WINDOW, node, self.ip(host), TOKEN, job, nworkers, POOL, ELEMS, WINDOW,
        parent)
 
-    def start(self, node, host, nworkers, parent_rank=None):
-        d = Daemon(self, node, self.conf(node, host, nworkers, parent_rank))
+    def start(self, node, host, nworkers, parent_rank=None, job=JOB):
+        d = Daemon(self, node, self.conf(node, host, nworkers, parent_rank, job))
+        d.jobid = job
         self.incads[node] = d
         return d.start()
 
@@ -143,9 +144,9 @@ jobs = ( { id = %d; tenant = "t"; nworkers = %d; pool_size = %d; max_elems = %d;
         for k in ('la', 'lb'):
             self.incads[k].wait_parent_up()
 
-    def workers(self, per_rank=None, common=()):
+    def workers(self, per_rank=None, common=(), aggs=None):
         n = sum(self.sizes)
-        aggs = '%s,%s' % (self.ip(LEAF_A), self.ip(LEAF_B))
+        aggs = aggs or '%s,%s' % (self.ip(LEAF_A), self.ip(LEAF_B))
         group = '%s:%d' % (self.ip(10), 47000 + _seq[0])
         return Run(self, n, aggs, group, per_rank or [[] for _ in range(n)], common)
 
@@ -159,6 +160,7 @@ class Daemon:
         with open(self.conf_path, 'w') as f:
             f.write(conf)
         self.proc = None
+        self.jobid = JOB
 
     def start(self):
         argv = ['ip', 'netns', 'exec', self.tree.ns(self.node), INCAD, '--no-huge', '-m', '256',
@@ -179,7 +181,7 @@ class Daemon:
 
     def job(self):
         # None until incad has registered its commands.
-        return self.tel.query('/incad/job,%d' % JOB) or {}
+        return self.tel.query('/incad/job,%d' % self.jobid) or {}
 
     def wait_parent_up(self, timeout=20):
         end = time.monotonic() + timeout
@@ -452,6 +454,54 @@ def case_spine_restarts():
         finally:
             kill_all(run)
         run.check_exact(10, on_aggregator=True)
+
+
+def stripes(t):
+    """Two aggregators, each a stripe: job JOB on the one, JOB + 1 on the other."""
+    n = sum(t.sizes)
+    t.start('sp', SPINE, n)
+    t.start('la', LEAF_A, n, job=JOB + 1)
+    return '%s+%s' % (t.ip(SPINE), t.ip(LEAF_A))
+
+
+def case_stripes():
+    """One job striped over two aggregators (INCA_AGGREGATOR "A+B"): every
+    collective exact, on the aggregators, each aggregator carrying a part."""
+    with Tree() as t:
+        aggs = stripes(t)
+        iters = 6
+        run = t.workers(common=['--iters', str(iters)], aggs=aggs)
+        try:
+            run.wait()
+        finally:
+            kill_all(run)
+        run.check_exact(5 * iters, on_aggregator=True)
+        a, b = t.incads['sp'].job(), t.incads['la'].job()
+        log('stripe 0: %s chunks, stripe 1: %s chunks' % (a['COMPLETE'], b['COMPLETE']))
+        check(a['COMPLETE'] > 0 and b['COMPLETE'] > 0 and
+              abs(a['COMPLETE'] - b['COMPLETE']) <= 5 * iters,
+              'the stripes did not share the collectives: %s and %s chunks',
+              a['COMPLETE'], b['COMPLETE'])
+
+
+def case_stripe_dies():
+    """The second stripe's aggregator killed mid-run: every rank ends with
+    every collective exact (the rest on the fallback, both stripes), none
+    hangs."""
+    with Tree() as t:
+        aggs = stripes(t)
+        iters = 40
+        run = t.workers(common=['--iters', str(iters)], aggs=aggs)
+        try:
+            run.wait_colls(0, 10)
+            t.incads['la'].stop(signal.SIGKILL)
+            run.wait(watchdog=180)
+        finally:
+            kill_all(run)
+        run.check_exact(5 * iters, on_aggregator=False)
+        fb = [run.ev(r, 'end')[0]['fallback_collectives'] for r in range(run.n)]
+        log('fallback collectives per rank after the kill: %s' % fb)
+        check(all(f > 0 for f in fb), 'the aggregator died after the run: %s', fb)
 
 
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith('case_')}

@@ -202,6 +202,21 @@ START_TEST(test_create_invalid)
 	t.aggregator = "127.0.0.1,127.0.0.2";
 	t.size = 2 * INCA_MAX_WORKERS + 1;
 	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	/* Stripes: every leaf with as many, at most 8, job ids within range. */
+	t = o;
+	t.aggregator = "127.0.0.1+127.0.0.2,127.0.0.3";
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	t = o;
+	t.aggregator = "1.0.0.1+1.0.0.2+1.0.0.3+1.0.0.4+1.0.0.5+1.0.0.6+1.0.0.7+1.0.0.8+1.0.0.9";
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	t = o;
+	t.aggregator = "127.0.0.1+";
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	t = o;
+	t.aggregator = "127.0.0.1+127.0.0.2";
+	t.job = 65535;
+	ck_assert_int_eq(inca_comm_create(&t, &c), INCA_EINVAL);
+	ck_assert_ptr_null(c);
 	t = o;
 	t.aggregator = "127.0.0.1,,127.0.0.3";
 	t.size = 6;
