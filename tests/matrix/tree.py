@@ -36,8 +36,8 @@ sys.path.insert(0, os.path.join(HERE, '..', 'integration'))
 
 from harness import Failed, Telemetry, check, log  # noqa: E402
 
-NET = '10.66.%d'
-SPINE, LEAF_A, LEAF_B = 1, 2, 3
+NET = '10.%d'
+SPINE, LEAF_A, LEAF_B = 1, 2, 3   # host numbers; leaf i is 2 + i, rank r 10 + r
 JOB, TOKEN = 7, 0x54524545
 POOL, ELEMS, WINDOW = 32, 256, 16
 OPS = 'int32:sum:5000,fp32:sum:3000,int32:max:700,fp16:sum:900,int32:min:2000'
@@ -58,8 +58,11 @@ class Tree:
     def __init__(self, nleaf_workers=(2, 2)):
         _seq[0] += 1
         self.name = 'tr%d%d' % (os.getpid() % 10000, _seq[0])
-        self.net = NET % (_seq[0] % 200 + 20)
-        self.nodes = ['br', 'sp', 'la', 'lb', 'w']
+        self.net = NET % (_seq[0] % 100 + 130)
+        # Two leaves are 'la' and 'lb'; more are 'l0', 'l1', ...
+        self.leaves = (['la', 'lb'] if len(nleaf_workers) == 2 else
+                       ['l%d' % i for i in range(len(nleaf_workers))])
+        self.nodes = ['br', 'sp'] + self.leaves + ['w']
         self.incads = {}
         self.dir = tempfile.mkdtemp(prefix='inca-tree-')
         self.sizes = nleaf_workers
@@ -68,7 +71,8 @@ class Tree:
         return '%s-%s' % (self.name, node)
 
     def ip(self, host):
-        return '%s.%d' % (self.net, host)
+        # A /16: room for 256 ranks and more.
+        return '%s.%d.%d' % (self.net, host // 200, host % 200 + 1)
 
     def up(self):
         br = self.ns('br')
@@ -90,7 +94,7 @@ class Tree:
             sh('ip', '-n', self.ns(n), 'link', 'set', 'lo', 'up')
         # Every worker address on the workers' side, as on one host each.
         for r in range(sum(self.sizes)):
-            sh('ip', '-n', self.ns('w'), 'addr', 'add', '%s/24' % self.ip(10 + r), 'dev', 'v0')
+            sh('ip', '-n', self.ns('w'), 'addr', 'add', '%s/16' % self.ip(10 + r), 'dev', 'v0')
 
     def down(self):
         for d in list(self.incads.values()):
@@ -118,13 +122,14 @@ class Tree:
         parent = ''
         if parent_rank is not None:
             parent = ('parent = { address = "%s"; job = %d; token = 0x%x; rank = %d; '
-                      'nworkers = 2; };' % (self.ip(SPINE), JOB, TOKEN, parent_rank))
+                      'nworkers = %d; };' % (self.ip(SPINE), JOB, TOKEN, parent_rank,
+                                              len(self.leaves)))
         return '''
 mode = "aggregator";
 idle = { policy = "adaptive"; max_sleep_us = 100; };
 aggregation = { pool_size = %d; max_elems = %d; window = %d; max_slots = 1024; };
 timeouts = { heartbeat_ms = 100; evict_ms = 1500; };
-ports = ( { name = "p0"; devargs = "net_af_packet%s,iface=v0"; ipv4 = "%s/24"; } );
+ports = ( { name = "p0"; devargs = "net_af_packet%s,iface=v0"; ipv4 = "%s/16"; } );
 tenants = ( { name = "t"; token = 0x%x; job_ids = [1, 100]; dynamic_jobs = false; } );
 jobs = ( { id = %d; tenant = "t"; nworkers = %d; pool_size = %d; max_elems = %d;
            window = %d; %s } );
@@ -138,15 +143,15 @@ jobs = ( { id = %d; tenant = "t"; nworkers = %d; pool_size = %d; max_elems = %d;
         return d.start()
 
     def start_all(self):
-        self.start('sp', SPINE, 2)
-        self.start('la', LEAF_A, self.sizes[0], 0)
-        self.start('lb', LEAF_B, self.sizes[1], 1)
-        for k in ('la', 'lb'):
+        self.start('sp', SPINE, len(self.leaves))
+        for i, k in enumerate(self.leaves):
+            self.start(k, LEAF_A + i, self.sizes[i], i)
+        for k in self.leaves:
             self.incads[k].wait_parent_up()
 
     def workers(self, per_rank=None, common=(), aggs=None):
         n = sum(self.sizes)
-        aggs = aggs or '%s,%s' % (self.ip(LEAF_A), self.ip(LEAF_B))
+        aggs = aggs or ','.join(self.ip(LEAF_A + i) for i in range(len(self.leaves)))
         group = '%s:%d' % (self.ip(10), 47000 + _seq[0])
         return Run(self, n, aggs, group, per_rank or [[] for _ in range(n)], common)
 
@@ -504,6 +509,25 @@ def case_stripe_dies():
         check(all(f > 0 for f in fb), 'the aggregator died after the run: %s', fb)
 
 
+def case_r256():
+    """256 ranks (processes) on 8 leaves of 32 under one spine, each incad
+    seeing at most its own 32 children: every collective exact, on the
+    aggregators."""
+    with Tree(nleaf_workers=(32,) * 8) as t:
+        t.start_all()
+        run = t.workers(common=['--iters', '1'])
+        try:
+            run.wait(watchdog=600)
+        finally:
+            kill_all(run)
+        run.check_exact(5, on_aggregator=True)
+        sp = t.incads['sp'].job()
+        log('r256: spine %s chunks, nworkers %s; leaf 0 nworkers %s' % (
+            sp['COMPLETE'], sp['nworkers'], t.incads['l0'].job()['nworkers']))
+        check(sp['COMPLETE'] > 0 and sp['nworkers'] == 8, 'spine: %s', sp)
+
+
+EXTRA = ()
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith('case_')}
 
 
@@ -515,7 +539,7 @@ def main():
     ap.add_argument('--only')
     a = ap.parse_args()
     INCAD, WORKER = os.path.abspath(a.incad), os.path.abspath(a.worker)
-    names = [a.only] if a.only else list(CASES)
+    names = [a.only] if a.only else [c for c in CASES if c not in EXTRA]
     passed = failed = 0
     for name in names:
         t0 = time.monotonic()
