@@ -13,9 +13,10 @@ tests/matrix/matrix_worker processes (libinca, a TCP group as oob and
 fallback) given both leaves as INCA's aggregator list, so that rank r
 joins leaf r / B (docs/libinca.md, "Trees"). Each case checks the outcome
 users rely on: every collective exact, on the aggregators (not the
-fallback) when nothing fails, with loss on every level, beyond 32 ranks;
-and every rank ending in the exact result when a worker or a leaf dies
-mid-run, whatever level it is. Namespaces and daemons are removed however
+fallback) when nothing fails, with loss on every level, beyond 32 ranks
+(40 on two leaves, 256 on eight), striped over two aggregators; and every
+rank ending in the exact result when a worker, a leaf, the spine or a
+stripe's aggregator dies mid-run. Namespaces and daemons are removed however
 a case ends.
 """
 
