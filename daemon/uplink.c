@@ -148,6 +148,8 @@ leaf_timer(struct incad_lcore *lc, struct incad_job *j, uint64_t now)
 		if (jc->parent_has_mac || incad_l2_neigh_lookup(jc->parent_ip, u->d.mac, &u->d.port)) {
 			if (jc->parent_has_mac)
 				memcpy(u->d.mac, jc->parent_mac, 6);
+			/* Answers come from the address of the port it is on. */
+			u->d.local_ip = incad.ports[u->d.port].ipv4;
 			INCAD_LOG(ctrl, INFO, "job %u: parent %s reached through port %s", j->id,
 				  incad_ipv4_str(jc->parent_ip, ip, sizeof(ip)),
 				  incad.ports[u->d.port].name);
