@@ -341,7 +341,6 @@ stripes_issue(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t co
 		c->head = r;
 	c->tail = r;
 	c->nreqs++;
-	c->st.collectives++;
 	if (ret < 0 && r->result == INCA_OK)
 		r->result = ret;
 	*out = r;
@@ -411,7 +410,9 @@ inca_iallreduce(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t 
 		ret = stripes_issue(c, sendbuf, recvbuf, count, dtype, op, &r);
 		if (ret < 0)
 			return ret;
-		stripes_drive(c, NULL, false);
+		/* The parts start moving; recovery and the fallback's work wait
+		 * for test / wait, as on one stream. */
+		stripes_pump(c, 0);
 		*req = (struct inca_request *)r;
 		return INCA_OK;
 	}
