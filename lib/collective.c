@@ -137,8 +137,10 @@ drive(struct inca_comm *c, struct li_req *r, bool block)
  *    first fallback call of every rank is stripe 0's recovery.
  *  - In the fallback, the parts run in the order of the collectives and,
  *    within one, in stripe order: the same on every rank.
- *  - The stripes do not probe their aggregators one by one (that would mix
- *    the states): a striped communicator that fell back stays there.
+ *  - The stripes return to their aggregators together: every probe_every
+ *    collectives run wholly in the fallback, each stripe probes (each
+ *    probe ends in an agreement, so every rank knows which stripes could
+ *    return); unless all could, those that did go back to the fallback.
  */
 
 static int allreduce_issue(struct inca_comm *c, const void *sendbuf, void *recvbuf,
@@ -238,6 +240,44 @@ stripes_pump(struct inca_comm *c, int wait_ms)
 		(void)poll(pfd, n, wait_ms);
 }
 
+static bool
+stripes_all_fallback(const struct inca_comm *c)
+{
+	unsigned s;
+
+	for (s = 0; s < c->nstripes; s++)
+		if (!c->stripe[s]->in_fallback || c->stripe[s]->failed)
+			return false;
+	return true;
+}
+
+/* Every stripe tries its aggregator before @h runs: all return, or none. */
+static void
+stripes_probe(struct inca_comm *c)
+{
+	int back[LI_MAX_STRIPES];
+	unsigned s, nback = 0;
+
+	c->probe_mark = c->fb_count;
+	for (s = 0; s < c->nstripes; s++) {
+		back[s] = li_probe(c->stripe[s]);
+		if (back[s] < 0) {
+			/* The oob or the fallback failed: the caller's error,
+			 * and every stripe's. */
+			for (s = 0; s < c->nstripes; s++)
+				if (!c->stripe[s]->failed)
+					fail_hard(c->stripe[s], back[s] < 0 ? back[s] : INCA_EFAILED);
+			return;
+		}
+		nback += back[s] == 1;
+	}
+	if (nback == 0 || nback == c->nstripes)
+		return;
+	for (s = 0; s < c->nstripes; s++)
+		if (back[s] == 1)
+			li_unprobe(c->stripe[s]);
+}
+
 /* Complete what can be completed of the oldest collectives, in order. */
 static void
 stripes_complete(struct inca_comm *c)
@@ -246,6 +286,10 @@ stripes_complete(struct inca_comm *c)
 	unsigned s;
 
 	while ((h = c->head) != NULL) {
+		if (c->o.probe_every != UINT32_MAX && c->fb_count > 0 &&
+		    c->fb_count % c->o.probe_every == 0 && c->probe_mark != c->fb_count &&
+		    stripes_all_fallback(c))
+			stripes_probe(c);
 		for (s = 0; s < c->nstripes; s++) {
 			struct li_req *sr = h->sub[s];
 			struct inca_comm *x = c->stripe[s];
@@ -264,6 +308,8 @@ stripes_complete(struct inca_comm *c)
 			li_req_free(x, sr);
 			h->sub[s] = NULL;
 		}
+		if (stripes_all_fallback(c))
+			c->fb_count++;
 		li_req_complete(c, h, h->result);
 	}
 }

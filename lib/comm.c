@@ -366,6 +366,8 @@ stripes_create(const struct inca_comm_opts *o, struct inca_comm **out)
 	c->footprint = sizeof(*c);
 	if (c->o.op_timeout_ms == 0)
 		c->o.op_timeout_ms = LI_DEF_OP_TIMEOUT_MS;
+	if (c->o.probe_every == 0)
+		c->o.probe_every = LI_DEF_PROBE_EVERY;
 	if (c->agg_str == NULL) {
 		free(c);
 		return INCA_ENOMEM;

@@ -387,3 +387,24 @@ li_fb_run(struct inca_comm *c, struct li_req *r)
 	li_req_complete(c, r, INCA_OK);
 	return INCA_OK;
 }
+
+int
+li_probe(struct inca_comm *c)
+{
+	return probe(c);
+}
+
+void
+li_unprobe(struct inca_comm *c)
+{
+	uint32_t wait = 4 * c->o.timeout_ms;
+
+	/* Every queued request was renumbered from seq 0 by the probe: with
+	 * fb_from 0 each runs wholly in the fallback, as before it. */
+	li_leave(c, wait < c->o.give_up_ms ? wait : c->o.give_up_ms);
+	c->in_fallback = true;
+	c->fb_from = 0;
+	c->st.rejoins--;
+	li_log(INCA_LOG_INFO, "job %u rank %u: back to the fallback with the other stripes",
+	       c->o.job, c->o.rank);
+}

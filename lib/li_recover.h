@@ -26,6 +26,15 @@ int li_agree_membership(struct inca_comm *c, int local);
 int li_join_stream(struct inca_comm *c);
 int li_recover(struct inca_comm *c);
 int li_teardown(struct inca_comm *c);
+/*
+ * Try to return a communicator in the fallback to its aggregator before
+ * the head of its queue runs (every rank, one agreement each): 1 when
+ * it did, 0 when all stay in the fallback, or an error. li_unprobe()
+ * sends one that returned back to the fallback (a striped communicator
+ * whose other stripes could not return).
+ */
+int li_probe(struct inca_comm *c);
+void li_unprobe(struct inca_comm *c);
 
 /*
  * API layer (collective.c): a striped communicator just created whose

@@ -130,6 +130,7 @@ struct inca_comm {
 	 */
 	unsigned nstripes;
 	struct inca_comm *stripe[LI_MAX_STRIPES];
+	uint64_t probe_mark;  /* striped: fb_count at the stripes' last probe */
 	char *bind_str;
 	struct sockaddr_in agg_addr;
 	struct sockaddr_in bind_addr;

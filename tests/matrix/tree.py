@@ -510,6 +510,33 @@ def case_stripe_dies():
         check(all(f > 0 for f in fb), 'the aggregator died after the run: %s', fb)
 
 
+def case_stripe_returns():
+    """The second stripe's aggregator killed mid-run and started again: every
+    rank falls back with both stripes, and once it is back the stripes
+    return together (a probe every 10 collectives): every collective exact,
+    the run ending on the aggregators."""
+    with Tree() as t:
+        aggs = stripes(t)
+        iters = 300
+        run = t.workers(common=['--iters', str(iters), '--probe-every', '10'], aggs=aggs)
+        try:
+            run.wait_colls(0, 10)
+            t.incads['la'].stop(signal.SIGKILL)
+            time.sleep(2.5)
+            t.start('la', LEAF_A, sum(t.sizes), job=JOB + 1)
+            run.wait(watchdog=240)
+        finally:
+            kill_all(run)
+        run.check_exact(5 * iters, on_aggregator=False)
+        ends = [run.ev(r, 'end')[0] for r in range(run.n)]
+        log('after the restart: %s' % [(e['fallback'], e['fallback_collectives'])
+                                        for e in ends])
+        check(all(e['fallback_collectives'] > 0 and not e['fallback'] for e in ends),
+              'the stripes did not fall back and return: %s', ends)
+        check(t.incads['la'].job().get('COMPLETE', 0) > 0,
+              'the restarted aggregator carried nothing')
+
+
 def case_r256():
     """256 ranks (processes) on 8 leaves of 32 under one spine, each incad
     seeing at most its own 32 children: every collective exact, on the
