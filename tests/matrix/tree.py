@@ -14,9 +14,10 @@ fallback) given both leaves as INCA's aggregator list, so that rank r
 joins leaf r / B (docs/libinca.md, "Trees"). Each case checks the outcome
 users rely on: every collective exact, on the aggregators (not the
 fallback) when nothing fails, with loss on every level, beyond 32 ranks
-(40 on two leaves, 256 on eight), striped over two aggregators; and every
-rank ending in the exact result when a worker, a leaf, the spine or a
-stripe's aggregator dies mid-run. Namespaces and daemons are removed however
+(40 on two leaves, 256 on eight), striped over two aggregators, through
+the MPI interposer and the PyTorch hook; and every rank ending in the exact
+result when a worker, a leaf, the spine or a stripe's aggregator dies
+mid-run. Namespaces and daemons are removed however
 a case ends.
 """
 
@@ -45,6 +46,7 @@ POOL, ELEMS, WINDOW = 32, 256, 16
 OPS = 'int32:sum:5000,fp32:sum:3000,int32:max:700,fp16:sum:900,int32:min:2000'
 INCAD = WORKER = None
 MPI_CHECK = MPI_PRELOAD = None   # --mpi-check, --mpi-preload: the mpi case
+LIBINCA = None                   # --libinca: the torch case
 _seq = [0]
 
 
@@ -588,6 +590,43 @@ def case_mpi():
               st[0]['chunks'])
 
 
+def case_torch():
+    """DDP through the inca_torch hook (tests/torch/train_check.py, 4
+    processes) with INCA_AGGREGATOR naming two leaves: every rank ends with
+    identical parameters, the loss halves, every bucket went through
+    libinca and none through gloo or the fallback."""
+    train = os.path.join(HERE, '..', 'torch', 'train_check.py')
+    try:
+        import torch
+    except ImportError:
+        raise Skip('python3-torch is not installed')
+    if not LIBINCA:
+        raise Skip('no --libinca')
+    with Tree() as t:
+        t.start_all()
+        out = os.path.join(t.dir, 'torch.pt')
+        env = dict(os.environ, INCA_LIB=LIBINCA, INCA_JOB=str(JOB), INCA_TOKEN=hex(TOKEN),
+                   INCA_AGGREGATOR='%s,%s' % (t.ip(LEAF_A), t.ip(LEAF_B)),
+                   OMP_NUM_THREADS='1', GLOO_SOCKET_IFNAME='lo')
+        p = subprocess.run(['ip', 'netns', 'exec', t.ns('m'), '/usr/bin/python3', train,
+                            '--world', '4', '--mode', 'inca', '--steps', '40', '--out', out],
+                           env=env, capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, 'train_check failed (%d): %s', p.returncode,
+              (p.stdout + p.stderr)[-3000:])
+        r = torch.load(out)
+        check(r['identical'] and r['loss1'] < 0.5 * r['loss0'] and not r['dtype_errors'],
+              'training over the tree: identical %s, loss %.4f -> %.4f, dtype errors %s',
+              r['identical'], r['loss0'], r['loss1'], r['dtype_errors'])
+        for st in r['stats']:
+            check(st['enabled'] and st['in_fallback'] == 0 and st['fallback_collectives'] == 0
+                  and st['gloo_calls'] == 0 and st['inca_calls'] >= 40 and st['chunks'] > 0,
+                  'rank %d did not train through the tree: %s', st['rank'], st)
+        sp = t.incads['sp'].job()
+        log('torch over the tree: loss %.4f -> %.4f, %d chunks per rank, spine %s' % (
+            r['loss0'], r['loss1'], r['stats'][0]['chunks'], sp['COMPLETE']))
+        check(sp['COMPLETE'] >= r['stats'][0]['chunks'], 'spine completed %s', sp['COMPLETE'])
+
+
 def case_r256():
     """256 ranks (processes) on 8 leaves of 32 under one spine, each incad
     seeing at most its own 32 children: every collective exact, on the
@@ -614,17 +653,19 @@ CASES = {k[5:]: v for k, v in globals().items() if k.startswith('case_')}
 
 
 def main():
-    global INCAD, WORKER, MPI_CHECK, MPI_PRELOAD
+    global INCAD, WORKER, MPI_CHECK, MPI_PRELOAD, LIBINCA
     ap = argparse.ArgumentParser()
     ap.add_argument('--incad', required=True)
     ap.add_argument('--worker', required=True)
     ap.add_argument('--mpi-check')
     ap.add_argument('--mpi-preload')
+    ap.add_argument('--libinca')
     ap.add_argument('--only')
     a = ap.parse_args()
     INCAD, WORKER = os.path.abspath(a.incad), os.path.abspath(a.worker)
     MPI_CHECK = a.mpi_check and os.path.abspath(a.mpi_check)
     MPI_PRELOAD = a.mpi_preload and os.path.abspath(a.mpi_preload)
+    LIBINCA = a.libinca and os.path.abspath(a.libinca)
     # A watchdog's SIGTERM unwinds the cases, so their 'with' blocks remove
     # the namespaces and daemons.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit('tree.py: terminated'))
