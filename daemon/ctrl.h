@@ -109,6 +109,8 @@ struct incad_uplink {
 	uint32_t backoff_ms;
 	uint64_t joins, losses; /* JOIN_ACKs taken, parent incarnations lost */
 	uint16_t last_nack;    /* the parent's last NACK reason */
+	bool fresh;            /* not joined since incad started */
+	uint64_t hold_until;   /* HOLD: the first JOIN waits until then */
 };
 
 /* Per-lcore per-job counters. X(name, description). */

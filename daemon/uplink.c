@@ -19,6 +19,7 @@
  * the leaf's job before the uplink joins again.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include <rte_cycles.h>
@@ -32,9 +33,12 @@ enum up_state {
 	UP_JOINING,   /* JOIN sent, no JOIN_ACK yet */
 	UP_UP,        /* joined: partials flow */
 	UP_LEAVING,   /* LEAVE of the old parent session sent, no LEAVE_ACK yet */
+	UP_HELLO,     /* first start: HELLO sent for the parent's evict_ms */
+	UP_HOLD,      /* first start: waiting out a previous run's membership */
 };
 
-static const char *const state_names[] = {"resolving", "joining", "up", "leaving"};
+static const char *const state_names[] = {"resolving", "joining", "up", "leaving", "hello",
+					  "holding"};
 
 /* Retries of JOIN, LEAVE and ARP start at this and double up to 1 s. */
 #define FIRST_RETRY_MS 20
@@ -52,7 +56,7 @@ ms_cycles(uint32_t ms)
 const char *
 incad_uplink_state_name(const struct incad_uplink *u)
 {
-	return u->state >= 0 && u->state <= UP_LEAVING ? state_names[u->state] : "?";
+	return u->state >= 0 && u->state <= UP_HOLD ? state_names[u->state] : "?";
 }
 
 static void
@@ -71,7 +75,10 @@ retry_later(struct incad_uplink *u, uint64_t now)
 	u->backoff_ms = u->backoff_ms * 2 > MAX_RETRY_MS ? MAX_RETRY_MS : u->backoff_ms * 2;
 }
 
-/* Send a control message of @type to the parent; @body: a JOIN's. */
+/*
+ * Send a control message of @type to the parent: HELLO and JOIN with a
+ * control body saying what this job is, the others without one.
+ */
 static void
 send_ctrl(struct incad_lcore *lc, struct incad_job *j, uint8_t type, uint32_t token)
 {
@@ -80,7 +87,7 @@ send_ctrl(struct incad_lcore *lc, struct incad_job *j, uint8_t type, uint32_t to
 	uint8_t body[INCA_CTRL_LEN];
 	struct inca_msg h;
 	struct rte_mbuf *m;
-	bool join = type == INCA_MSG_JOIN;
+	bool with_body = type == INCA_MSG_JOIN || type == INCA_MSG_HELLO;
 
 	memset(&h, 0, sizeof(h));
 	h.version = INCA_PROTO_VERSION;
@@ -88,22 +95,26 @@ send_ctrl(struct incad_lcore *lc, struct incad_job *j, uint8_t type, uint32_t to
 	h.job = jc->parent_job;
 	h.rank = jc->parent_rank;
 	h.token = token;
-	if (join) {
+	if (type == INCA_MSG_JOIN) {
 		/* The job's main type and op: its lowest allowed ones. */
 		h.dtype = (uint8_t)__builtin_ctz(j->agg->p.dtypes);
 		h.op = (uint8_t)__builtin_ctz(j->agg->p.ops);
+	}
+	if (with_body) {
 		memset(&c, 0, sizeof(c));
 		c.ver_min = INCA_PROTO_VERSION;
 		c.ver_max = INCA_PROTO_VERSION;
 		c.dtypes = j->agg->p.dtypes;
 		c.ops = j->agg->p.ops;
 		c.max_elems = j->agg->p.max_elems;
-		c.nworkers = jc->parent_nworkers;
-		c.pool_size = j->agg->p.pool_size;
-		c.window = j->window;
+		if (type == INCA_MSG_JOIN) {
+			c.nworkers = jc->parent_nworkers;
+			c.pool_size = j->agg->p.pool_size;
+			c.window = j->window;
+		}
 		inca_ctrl_encode(&c, body);
 	}
-	m = incad_build_msg(lc, &j->up->d, &h, body, join ? INCA_CTRL_LEN : 0);
+	m = incad_build_msg(lc, &j->up->d, &h, body, with_body ? INCA_CTRL_LEN : 0);
 	if (m == NULL)
 		return;
 	lc->st.cnt[INCAD_CNT_UPLINK_TX]++;
@@ -153,7 +164,7 @@ leaf_timer(struct incad_lcore *lc, struct incad_job *j, uint64_t now)
 			INCAD_LOG(ctrl, INFO, "job %u: parent %s reached through port %s", j->id,
 				  incad_ipv4_str(jc->parent_ip, ip, sizeof(ip)),
 				  incad.ports[u->d.port].name);
-			enter(u, UP_JOINING, now);
+			enter(u, u->fresh ? UP_HELLO : UP_JOINING, now);
 			break;
 		}
 		if (now >= u->next_tx) {
@@ -175,6 +186,29 @@ leaf_timer(struct incad_lcore *lc, struct incad_job *j, uint64_t now)
 		if (now >= u->next_tx) {
 			send_ctrl(lc, j, INCA_MSG_HEARTBEAT, u->joined);
 			u->next_tx = now + ms_cycles(u->hb_ms);
+		}
+		return;
+	case UP_HELLO:
+		/*
+		 * A JOIN from this leaf's address is idempotent at the parent:
+		 * right after a restart it would be answered with the
+		 * incarnation the previous run of this leaf was part of, whose
+		 * other members are in the middle of their stream while ours
+		 * restart at chunk 0. So the first JOIN waits out the parent's
+		 * evict_ms (CAPS tells it): by then the parent has evicted the
+		 * previous run's membership, if there was one, and the tree
+		 * starts a new incarnation together.
+		 */
+		if (now >= u->next_tx) {
+			send_ctrl(lc, j, INCA_MSG_HELLO, jc->parent_token);
+			retry_later(u, now);
+		}
+		return;
+	case UP_HOLD:
+		if (now >= u->hold_until) {
+			u->fresh = false;
+			enter(u, UP_JOINING, now);
+			break;
 		}
 		return;
 	case UP_LEAVING:
@@ -348,6 +382,23 @@ incad_uplink_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		else
 			incad_drop(lc, INCAD_DROP_PARENT_UNEXPECTED);
 		break;
+	case INCA_MSG_CAPS:
+		if (u->state == UP_HELLO && msg->rank == u->conf->parent_rank) {
+			struct inca_ctrl_info c;
+			uint64_t wait;
+
+			inca_ctrl_decode(msg->body, &c);
+			/* The parent's eviction, its 10 ms timer and a margin. */
+			wait = (uint64_t)c.evict_ms + c.evict_ms / 8 + 100;
+			u->hold_until = now + ms_cycles((uint32_t)wait);
+			INCAD_LOG(ctrl, INFO, "job %u: first JOIN to the parent in %" PRIu64 " ms "
+				  "(its evict_ms %u: a previous run's membership must be gone)",
+				  j->id, wait, c.evict_ms);
+			enter(u, UP_HOLD, now);
+		} else {
+			incad_drop(lc, INCAD_DROP_PARENT_UNEXPECTED);
+		}
+		break;
 	default:
 		incad_drop(lc, INCAD_DROP_PARENT_UNEXPECTED);
 		break;
@@ -383,6 +434,7 @@ incad_uplink_init(void)
 		u->d.vlan = 0;
 		u->hb_ms = incad.cfg.hb_ms;
 		u->evict_ms = incad.cfg.evict_ms;
+		u->fresh = true;
 		enter(u, UP_RESOLVE, now);
 		leaves[nleaves++] = j;
 	}

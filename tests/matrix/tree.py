@@ -419,6 +419,25 @@ def case_leaf_dies():
         check(all(f > 0 for f in fb), 'the leaf died after the run, not in it: %s', fb)
 
 
+def case_leaf_restarts():
+    """Leaf B killed and started again at once, before the spine could
+    evict it, mid-run: the new leaf must not join the spine's running
+    incarnation (its workers restart their numbering); every rank ends
+    exact, none hangs."""
+    with Tree() as t:
+        t.start_all()
+        iters = 60
+        run = t.workers(common=['--iters', str(iters)])
+        try:
+            run.wait_colls(0, 10)
+            t.incads['lb'].stop(signal.SIGKILL)
+            t.start('lb', LEAF_B, t.sizes[1], 1)
+            run.wait(watchdog=180)
+        finally:
+            kill_all(run)
+        run.check_exact(5 * iters, on_aggregator=False)
+
+
 def case_worker_leaves():
     """A rank under leaf A leaves between two runs (its job resets): the
     spine's job resets through leaf A's LEAVE, and a second run on every
