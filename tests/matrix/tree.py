@@ -14,7 +14,7 @@ fallback) given both leaves as INCA's aggregator list, so that rank r
 joins leaf r / B (docs/libinca.md, "Trees"). Each case checks the outcome
 users rely on: every collective exact, on the aggregators (not the
 fallback) when nothing fails, with loss on every level, beyond 32 ranks
-(40 on two leaves, 256 on eight), striped over two aggregators, through
+(40 on two leaves, 256 on eight), three levels deep, striped over two aggregators, through
 the MPI interposer and the PyTorch hook; and every rank ending in the exact
 result when a worker, a leaf, the spine or a stripe's aggregator dies
 mid-run. Namespaces and daemons are removed however
@@ -60,7 +60,7 @@ def sh(*cmd, check_rc=True):
 class Tree:
     """The segment, three incads and the workers' namespace."""
 
-    def __init__(self, nleaf_workers=(2, 2)):
+    def __init__(self, nleaf_workers=(2, 2), extra_nodes=()):
         _seq[0] += 1
         self.name = 'tr%d%d' % (os.getpid() % 10000, _seq[0])
         self.net = NET % (_seq[0] % 100 + 130)
@@ -69,7 +69,7 @@ class Tree:
                        ['l%d' % i for i in range(len(nleaf_workers))])
         # 'w' holds every worker address; 'm' one address, for mpirun
         # (Open MPI's TCP transport wants one address per interface).
-        self.nodes = ['br', 'sp'] + self.leaves + ['w', 'm']
+        self.nodes = ['br', 'sp'] + list(extra_nodes) + self.leaves + ['w', 'm']
         self.incads = {}
         self.dir = tempfile.mkdtemp(prefix='inca-tree-')
         self.sizes = nleaf_workers
@@ -126,12 +126,13 @@ class Tree:
         self.down()
         return False
 
-    def conf(self, node, host, nworkers, parent_rank=None, job=JOB):
+    def conf(self, node, host, nworkers, parent_rank=None, job=JOB, parent_host=SPINE,
+             parent_n=None):
         parent = ''
         if parent_rank is not None:
             parent = ('parent = { address = "%s"; job = %d; token = 0x%x; rank = %d; '
-                      'nworkers = %d; };' % (self.ip(SPINE), JOB, TOKEN, parent_rank,
-                                              len(self.leaves)))
+                      'nworkers = %d; };' % (self.ip(parent_host), JOB, TOKEN, parent_rank,
+                                              parent_n or len(self.leaves)))
         return '''
 mode = "aggregator";
 idle = { policy = "adaptive"; max_sleep_us = 100; };
@@ -144,8 +145,10 @@ jobs = ( { id = %d; tenant = "t"; nworkers = %d; pool_size = %d; max_elems = %d;
 ''' % (POOL, ELEMS, WINDOW, node, self.ip(host), TOKEN, job, nworkers, POOL, ELEMS, WINDOW,
        parent)
 
-    def start(self, node, host, nworkers, parent_rank=None, job=JOB):
-        d = Daemon(self, node, self.conf(node, host, nworkers, parent_rank, job))
+    def start(self, node, host, nworkers, parent_rank=None, job=JOB, parent_host=SPINE,
+              parent_n=None):
+        d = Daemon(self, node, self.conf(node, host, nworkers, parent_rank, job, parent_host,
+                                         parent_n))
         d.jobid = job
         self.incads[node] = d
         return d.start()
@@ -644,6 +647,34 @@ def case_torch():
         log('torch over the tree: loss %.4f -> %.4f, %d chunks per rank, spine %s' % (
             r['loss0'], r['loss1'], r['stats'][0]['chunks'], sp['COMPLETE']))
         check(sp['COMPLETE'] >= r['stats'][0]['chunks'], 'spine completed %s', sp['COMPLETE'])
+
+
+MID = 9   # host number of the middle level in depth3
+
+
+def case_depth3():
+    """Three levels: the leaves' parent is a middle incad whose own job has
+    the spine as its parent (the spine's job: one member). Every
+    collective exact, on the aggregators; every level completed every
+    chunk."""
+    with Tree(extra_nodes=('mid',)) as t:
+        t.start('sp', SPINE, 1)
+        t.start('mid', MID, 2, parent_rank=0, parent_n=1)
+        t.start('la', LEAF_A, t.sizes[0], 0, parent_host=MID)
+        t.start('lb', LEAF_B, t.sizes[1], 1, parent_host=MID)
+        for k in ('mid', 'la', 'lb'):
+            t.incads[k].wait_parent_up()
+        iters = 4
+        run = t.workers(common=['--iters', str(iters)])
+        try:
+            run.wait()
+        finally:
+            kill_all(run)
+        run.check_exact(5 * iters, on_aggregator=True)
+        c = {k: t.incads[k].job()['COMPLETE'] for k in ('sp', 'mid', 'la', 'lb')}
+        log('depth 3: chunks completed per level: %s' % c)
+        check(c['sp'] > 0 and c['sp'] == c['mid'] == c['la'] == c['lb'],
+              'every level must complete every chunk: %s', c)
 
 
 def case_r256():
