@@ -868,9 +868,11 @@ incad_lcore_main(void *arg)
 		agg_loop(lc);
 	rte_rcu_qsbr_thread_offline(incad.qs, lc->idx);
 	free_flush(lc);
-	if (lc->idx != 0)
+	if (lc->idx != 0) {
 		incad_tx_flush_lcore(lc);
-	else
+	} else {
+		incad_uplink_stop(lc);
 		incad_tx_flush_io(lc);
+	}
 	return 0;
 }

@@ -407,6 +407,26 @@ incad_uplink_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	return INCAD_UPLINK_DONE;
 }
 
+void
+incad_uplink_stop(struct incad_lcore *lc)
+{
+	unsigned int i;
+
+	/* Best effort, once: the parent resets now instead of evicting this
+	 * leaf after its evict_ms, so the rest of the tree learns it sooner. */
+	for (i = 0; i < nleaves; i++) {
+		struct incad_uplink *u = leaves[i]->up;
+
+		if (u->state != UP_UP)
+			continue;
+		__atomic_store_n(&u->session, 0, __ATOMIC_RELEASE);
+		send_ctrl(lc, leaves[i], INCA_MSG_LEAVE, u->joined);
+		INCAD_LOG(ctrl, INFO, "job %u: stopping: left parent session 0x%08x",
+			  leaves[i]->id, u->joined);
+		enter(u, UP_LEAVING, incad_now());
+	}
+}
+
 int
 incad_uplink_init(void)
 {

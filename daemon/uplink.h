@@ -38,7 +38,11 @@ enum incad_uplink_verdict {
 enum incad_uplink_verdict incad_uplink_input(struct incad_lcore *lc, struct rte_mbuf *m,
 					     uint64_t now);
 
-/* "resolving", "joining", "up" or "leaving" (telemetry). */
+/* incad is stopping: LEAVE every parent joined (I/O lcore, after its loop). */
+void incad_uplink_stop(struct incad_lcore *lc);
+
+/* The state's name: "resolving", "hello", "holding", "joining", "up" or
+ * "leaving" (telemetry). */
 const char *incad_uplink_state_name(const struct incad_uplink *u);
 
 #endif /* INCAD_UPLINK_H */

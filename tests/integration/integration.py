@@ -226,9 +226,15 @@ def test_sigterm():
                          'counter RESULT_TX 8\n'):
                 check(line in out, 'no "%s" in the final output:\n%s', line.strip(), out)
             # A worker that starts first retransmits while it waits for the
-            # other: DUPLICATE drops are expected, nothing else.
+            # other: DUPLICATE drops are expected. On a loaded host a
+            # retransmission can also get a replay after its worker had the
+            # result and exited: the worker's kernel answers that with ICMP
+            # port unreachable, which incad counts as ICMP_INVALID. Nothing
+            # else.
+            replays = 'counter REPLAY_TX ' in out
             drops = [ln for ln in out.splitlines() if ln.startswith('drop ')
-                     and not ln.startswith('drop core/DUPLICATE ')]
+                     and not ln.startswith('drop core/DUPLICATE ')
+                     and not (replays and ln.startswith('drop incad/ICMP_INVALID '))]
             check(not drops, 'unexpected drops: %s', drops)
 
 

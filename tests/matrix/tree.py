@@ -441,6 +441,30 @@ def case_leaf_restarts():
         run.check_exact(5 * iters, on_aggregator=False)
 
 
+def case_leaf_stops():
+    """Leaf B stopped (SIGTERM) mid-run: it LEAVEs the spine on its way
+    out, so the spine resets at once instead of evicting it; every rank
+    ends exact, none hangs."""
+    with Tree() as t:
+        t.start_all()
+        iters = 40
+        run = t.workers(common=['--iters', str(iters)])
+        try:
+            run.wait_colls(0, 10)
+            t.incads['lb'].stop(signal.SIGTERM)
+            run.wait(watchdog=180)
+        finally:
+            kill_all(run)
+        run.check_exact(5 * iters, on_aggregator=False)
+        st = t.incads['sp'].tel.query('/incad/stats')
+        sp = t.incads['sp'].job()
+        log('spine after the leaf stopped: evictions %s, resets %s' % (st.get('EVICT', 0),
+                                                                     sp['resets']))
+        check(st.get('EVICT', 0) == 0 and sp['resets'] >= 1,
+              'the stopping leaf did not leave the spine (evictions %s, resets %s)',
+              st.get('EVICT', 0), sp['resets'])
+
+
 def case_worker_leaves():
     """A rank under leaf A leaves between two runs (its job resets): the
     spine's job resets through leaf A's LEAVE, and a second run on every
