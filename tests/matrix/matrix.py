@@ -84,6 +84,7 @@ class Run:
         self.events = [[] for _ in range(n)]
         self.err = [[] for _ in range(n)]
         self.procs = []
+        self.readers = [[] for _ in range(n)]
         self.lock = threading.Lock()
         self.t0 = time.monotonic()
         group = '%s:%d' % (rack.worker_ips[(nodes or list(range(n)))[0]], port)
@@ -95,8 +96,10 @@ class Run:
             p = rack.popen(node, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)
             self.procs.append(p)
-            threading.Thread(target=self._read, args=(r, p.stdout, False), daemon=True).start()
-            threading.Thread(target=self._read, args=(r, p.stderr, True), daemon=True).start()
+            for f, is_err in ((p.stdout, False), (p.stderr, True)):
+                t = threading.Thread(target=self._read, args=(r, f, is_err), daemon=True)
+                t.start()
+                self.readers[r].append(t)
         self.argv0 = argv
 
     def _read(self, r, f, is_err):
@@ -134,7 +137,11 @@ class Run:
                 if time.monotonic() > end:
                     return False
                 time.sleep(0.01)
-        time.sleep(0.05)  # the readers' last lines
+        # Every line a rank printed before it exited: its readers reach the
+        # end of its pipes (a fixed pause lost lines on a loaded host).
+        for r in ranks:
+            for t in self.readers[r]:
+                t.join(30)
         return True
 
     def kill(self, r):

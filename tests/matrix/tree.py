@@ -60,7 +60,7 @@ def sh(*cmd, check_rc=True):
 class Tree:
     """The segment, three incads and the workers' namespace."""
 
-    def __init__(self, nleaf_workers=(2, 2), extra_nodes=()):
+    def __init__(self, nleaf_workers=(2, 2), extra_nodes=(), evict_ms=1500):
         _seq[0] += 1
         self.name = 'tr%d%d' % (os.getpid() % 10000, _seq[0])
         self.net = NET % (_seq[0] % 100 + 130)
@@ -73,6 +73,7 @@ class Tree:
         self.incads = {}
         self.dir = tempfile.mkdtemp(prefix='inca-tree-')
         self.sizes = nleaf_workers
+        self.evict_ms = evict_ms
 
     def ns(self, node):
         return '%s-%s' % (self.name, node)
@@ -137,13 +138,13 @@ class Tree:
 mode = "aggregator";
 idle = { policy = "adaptive"; max_sleep_us = 100; };
 aggregation = { pool_size = %d; max_elems = %d; window = %d; max_slots = 1024; };
-timeouts = { heartbeat_ms = 100; evict_ms = 1500; };
+timeouts = { heartbeat_ms = 100; evict_ms = %d; };
 ports = ( { name = "p0"; devargs = "net_af_packet%s,iface=v0"; ipv4 = "%s/16"; } );
 tenants = ( { name = "t"; token = 0x%x; job_ids = [1, 100]; dynamic_jobs = false; } );
 jobs = ( { id = %d; tenant = "t"; nworkers = %d; pool_size = %d; max_elems = %d;
            window = %d; %s } );
-''' % (POOL, ELEMS, WINDOW, node, self.ip(host), TOKEN, job, nworkers, POOL, ELEMS, WINDOW,
-       parent)
+''' % (POOL, ELEMS, WINDOW, self.evict_ms, node, self.ip(host), TOKEN, job, nworkers, POOL,
+       ELEMS, WINDOW, parent)
 
     def start(self, node, host, nworkers, parent_rank=None, job=JOB, parent_host=SPINE,
               parent_n=None):
@@ -244,6 +245,7 @@ class Run:
         self.err = [[] for _ in range(n)]
         self.lock = threading.Lock()
         self.procs = []
+        self.readers = []
         for r in range(n):
             argv = ['ip', 'netns', 'exec', tree.ns('w'), WORKER, '--agg', aggs, '--group',
                     group, '--job', str(JOB), '--rank', str(r), '--size', str(n), '--token',
@@ -254,7 +256,9 @@ class Run:
                                  text=True)
             self.procs.append(p)
             for f, e in ((p.stdout, False), (p.stderr, True)):
-                threading.Thread(target=self._read, args=(r, f, e), daemon=True).start()
+                t = threading.Thread(target=self._read, args=(r, f, e), daemon=True)
+                t.start()
+                self.readers.append(t)
 
     def _read(self, r, f, is_err):
         for line in f:
@@ -292,6 +296,9 @@ class Run:
                 log('rank %d events %s\nstderr %s' % (r, self.ev(r, 'coll')[-3:],
                                                       '\n'.join(self.err[r][-15:])))
         check(not hung, 'ranks %s still running after %d s: a hang', hung, watchdog)
+        # Every line the ranks printed: their readers reach the pipes' end.
+        for t in self.readers:
+            t.join(30)
 
     def check_exact(self, total, on_aggregator):
         for r in range(self.n):
@@ -705,11 +712,14 @@ def case_r256():
     """256 ranks (processes) on 8 leaves of 32 under one spine, each incad
     seeing at most its own 32 children: every collective exact, on the
     aggregators."""
-    with Tree(nleaf_workers=(32,) * 8) as t:
+    # 256 processes on two cores starve the incads' timers too: evict_ms of
+    # 6 s (as in production, 5 s) keeps a leaf whose heartbeat came late
+    # from being evicted by the spine, which would send everybody to the
+    # fallback.
+    with Tree(nleaf_workers=(32,) * 8, evict_ms=6000) as t:
         t.start_all()
-        # 256 processes on two cores: a rank that joined early waits long
-        # for the last one in the creation agreement; its keepalive thread
-        # keeps it from being evicted meanwhile (evict_ms is 1500 here).
+        # A rank that joined early waits long for the last one in the
+        # creation agreement; its keepalive thread keeps it a member.
         run = t.workers(common=['--iters', '1', '--keepalive', '--give-up', '10000'])
         try:
             run.wait(watchdog=600)
