@@ -472,36 +472,46 @@ agg_result_len(const struct agg_set *s)
 	return INCA_HDR_LEN + (size_t)s->count * elem_size(s->dtype);
 }
 
-size_t
-agg_result_write(const struct agg_job *j, const struct agg_set *s, uint16_t dst_rank,
-		 bool replay, void *buf)
+/*
+ * Write a message about set @s (its chunk's fields, its accumulator as the
+ * body in wire format) with @type, @job, @rank, @token, @bitmap and RETX
+ * when @retx. Returns the length written.
+ */
+static size_t
+set_msg_write(const struct agg_job *j, const struct agg_set *s, uint8_t type, uint16_t job,
+	      uint16_t rank, uint32_t token, uint32_t bitmap, bool retx, void *buf)
 {
 	struct inca_msg m = {
 		.version = INCA_PROTO_VERSION,
-		.type = INCA_MSG_RESULT,
+		.type = type,
 		.dtype = s->dtype,
 		.op = s->op,
-		.job = j->p.job,
-		.rank = dst_rank,
-		.token = j->p.token,
+		.job = job,
+		.rank = rank,
+		.token = token,
 		.slot = s->slot,
-		.flags = (uint8_t)(s->set | (s->flags & AGG_KEPT_FLAGS) |
-				   (replay ? INCA_F_RETX : 0)),
+		.flags = (uint8_t)(s->set | (s->flags & AGG_KEPT_FLAGS) | (retx ? INCA_F_RETX : 0)),
 		.exp = s->exp,
 		.seq = s->seq,
 		.offset = s->offset,
 		.count = s->count,
 		.reason = 0,
-		/*
-		 * Every rank contributed to a complete set, even when rule 6
-		 * has since cleared the bits of those that moved on.
-		 */
-		.bitmap = s->state == AGG_SET_COMPLETE ? j->full_mask : s->bitmap,
+		.bitmap = bitmap,
 	};
 
 	inca_hdr_encode(&m, buf);
 	j->export[s->dtype]((uint8_t *)buf + INCA_HDR_LEN, s->acc, s->count);
 	return agg_result_len(s);
+}
+
+size_t
+agg_result_write(const struct agg_job *j, const struct agg_set *s, uint16_t dst_rank,
+		 bool replay, void *buf)
+{
+	/* Every rank contributed to a complete set, even when rule 6 has
+	 * since cleared the bits of those that moved on. */
+	return set_msg_write(j, s, INCA_MSG_RESULT, j->p.job, dst_rank, j->p.token,
+			     s->state == AGG_SET_COMPLETE ? j->full_mask : s->bitmap, replay, buf);
 }
 
 void
@@ -517,25 +527,7 @@ size_t
 agg_partial_write(const struct agg_job *j, const struct agg_set *s, uint16_t job, uint16_t rank,
 		  uint32_t token, bool retx, void *buf)
 {
-	struct inca_msg m = {
-		.version = INCA_PROTO_VERSION,
-		.type = INCA_MSG_CONTRIB,
-		.dtype = s->dtype,
-		.op = s->op,
-		.job = job,
-		.rank = rank,
-		.token = token,
-		.slot = s->slot,
-		.flags = (uint8_t)(s->set | (s->flags & AGG_KEPT_FLAGS) | (retx ? INCA_F_RETX : 0)),
-		.exp = s->exp,
-		.seq = s->seq,
-		.offset = s->offset,
-		.count = s->count,
-	};
-
-	inca_hdr_encode(&m, buf);
-	j->export[s->dtype]((uint8_t *)buf + INCA_HDR_LEN, s->acc, s->count);
-	return agg_result_len(s);
+	return set_msg_write(j, s, INCA_MSG_CONTRIB, job, rank, token, 0, retx, buf);
 }
 
 /* The set a parent's message names, if it is a PARTIAL set of that use. */
