@@ -99,18 +99,16 @@ result_patch(uint8_t *f, const struct incad_member *a, uint16_t ra,
 }
 
 /*
- * Build the RESULT of @set for member @mb of rank @rank, in @reuse (the
- * contribution that produced it, which the caller gives up) when it can
- * hold it, else in a new mbuf. A RESULT is as long as the contribution
- * it answers, so reuse is the rule and saves an allocation and a free.
+ * An empty frame of @len bytes of INCA message after the encapsulation:
+ * in @reuse (a contribution the caller gives up) when it can hold it, else
+ * in a new mbuf. An answer is as long as the contribution it answers, so
+ * reuse is the rule and saves an allocation and a free. Takes @reuse;
+ * returns NULL (counted NO_MBUF) when there is no room; *@p: the frame.
  */
 static struct rte_mbuf *
-result_build(struct incad_lcore *lc, const struct incad_job *job, const struct agg_set *set,
-	     const struct incad_member *mb, uint16_t rank, bool replay, struct rte_mbuf *reuse)
+frame_room(struct incad_lcore *lc, struct rte_mbuf *reuse, size_t len, uint8_t **p)
 {
-	size_t len = agg_result_len(set);
 	struct rte_mbuf *m = reuse;
-	uint8_t *p;
 
 	if (m != NULL && (rte_mbuf_refcnt_read(m) != 1 || !RTE_MBUF_DIRECT(m) ||
 			  m->buf_len < RTE_PKTMBUF_HEADROOM + INCA_ENCAP_LEN + len)) {
@@ -125,12 +123,26 @@ result_build(struct incad_lcore *lc, const struct incad_job *job, const struct a
 		incad_drop(lc, INCAD_DROP_NO_MBUF);
 		return NULL;
 	}
-	p = (uint8_t *)rte_pktmbuf_append(m, INCA_ENCAP_LEN + len);
-	if (p == NULL) {
-		rte_pktmbuf_free(m);
-		incad_drop(lc, INCAD_DROP_NO_MBUF);
+	*p = (uint8_t *)rte_pktmbuf_append(m, INCA_ENCAP_LEN + len);
+	if (*p == NULL) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_NO_MBUF);
 		return NULL;
 	}
+	return m;
+}
+
+/* Build the RESULT of @set for member @mb of rank @rank (in @reuse if it fits). */
+static struct rte_mbuf *
+result_build(struct incad_lcore *lc, const struct incad_job *job, const struct agg_set *set,
+	     const struct incad_member *mb, uint16_t rank, bool replay, struct rte_mbuf *reuse)
+{
+	size_t len = agg_result_len(set);
+	struct rte_mbuf *m;
+	uint8_t *p;
+
+	m = frame_room(lc, reuse, len, &p);
+	if (m == NULL)
+		return NULL;
 	agg_result_write(job->agg, set, rank, replay, p + INCA_ENCAP_LEN);
 	incad_frame_headers(p, mb->mac, &incad.ports[mb->port].mac, mb->local_ip, mb->ip,
 		      mb->udp_port, len);
@@ -263,29 +275,16 @@ send_partial(struct incad_lcore *lc, const struct incad_job *job, const struct a
 	const struct incad_uplink *u = job->up;
 	uint32_t session = __atomic_load_n(&u->session, __ATOMIC_ACQUIRE);
 	size_t len = agg_result_len(set);
-	struct rte_mbuf *m = reuse;
+	struct rte_mbuf *m;
 	uint8_t *p;
 
 	if (session == 0) {
-		incad_drop_mbuf(lc, m, INCAD_DROP_UPLINK_WAIT);
+		incad_drop_mbuf(lc, reuse, INCAD_DROP_UPLINK_WAIT);
 		return;
 	}
-	if (rte_mbuf_refcnt_read(m) != 1 || !RTE_MBUF_DIRECT(m) ||
-	    m->buf_len < RTE_PKTMBUF_HEADROOM + INCA_ENCAP_LEN + len) {
-		rte_pktmbuf_free(m);
-		m = rte_pktmbuf_alloc(incad.pool);
-		if (m == NULL) {
-			incad_drop(lc, INCAD_DROP_NO_MBUF);
-			return;
-		}
-	} else {
-		rte_pktmbuf_reset(m);
-	}
-	p = (uint8_t *)rte_pktmbuf_append(m, INCA_ENCAP_LEN + len);
-	if (p == NULL) {
-		incad_drop_mbuf(lc, m, INCAD_DROP_NO_MBUF);
+	m = frame_room(lc, reuse, len, &p);
+	if (m == NULL)
 		return;
-	}
 	agg_partial_write(job->agg, set, u->job, u->rank, session, retx, p + INCA_ENCAP_LEN);
 	incad_frame_headers(p, u->d.mac, &incad.ports[u->d.port].mac, u->d.local_ip, u->d.ip,
 			    u->d.udp_port, len);
