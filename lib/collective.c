@@ -381,12 +381,7 @@ stripes_issue(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t co
 		off += n;
 	}
 	/* Queued last: the parts already issued complete with it. */
-	if (c->tail != NULL)
-		c->tail->next = r;
-	else
-		c->head = r;
-	c->tail = r;
-	c->nreqs++;
+	li_req_enqueue(c, r);
 	if (ret < 0 && r->result == INCA_OK)
 		r->result = ret;
 	*out = r;

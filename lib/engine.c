@@ -789,6 +789,18 @@ li_req_free(struct inca_comm *c, struct li_req *r)
 	c->free_reqs = r;
 }
 
+void
+li_req_enqueue(struct inca_comm *c, struct li_req *r)
+{
+	r->next = NULL;
+	if (c->tail != NULL)
+		c->tail->next = r;
+	else
+		c->head = r;
+	c->tail = r;
+	c->nreqs++;
+}
+
 /* Queue a request already filled with kind, buffers, count, dtype, op. */
 int
 li_issue(struct inca_comm *c, struct li_req *r)
@@ -807,12 +819,7 @@ li_issue(struct inca_comm *c, struct li_req *r)
 		r->result = INCA_OK;
 		return INCA_OK;
 	}
-	if (c->tail != NULL)
-		c->tail->next = r;
-	else
-		c->head = r;
-	c->tail = r;
-	c->nreqs++;
+	li_req_enqueue(c, r);
 	if (c->send_req == NULL)
 		c->send_req = r;
 	return INCA_OK;

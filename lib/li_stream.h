@@ -24,6 +24,8 @@ void li_req_layout(struct inca_comm *c, struct li_req *r);
 void li_req_complete(struct inca_comm *c, struct li_req *r, int result);
 struct li_req *li_req_alloc(struct inca_comm *c);
 void li_req_free(struct inca_comm *c, struct li_req *r);
+/* Append @r to @c's requests in issue order (li_req_complete() unlinks it). */
+void li_req_enqueue(struct inca_comm *c, struct li_req *r);
 /* Queue @r at the end of the stream (seq numbers, layout). */
 int li_issue(struct inca_comm *c, struct li_req *r);
 void li_close_stream(struct inca_comm *c);
