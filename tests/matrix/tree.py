@@ -161,6 +161,19 @@ jobs = ( { id = %d; tenant = "t"; nworkers = %d; pool_size = %d; max_elems = %d;
         for k in self.leaves:
             self.incads[k].wait_parent_up()
 
+    def run(self, common, aggs=None, during=None, watchdog=120):
+        """The ranks run to their end; @during is done once rank 0 has 10
+        collectives behind it. They are killed however this ends."""
+        run = self.workers(common=common, aggs=aggs)
+        try:
+            if during is not None:
+                run.wait_colls(0, 10)
+                during()
+            run.wait(watchdog=watchdog)
+        finally:
+            kill_all(run)
+        return run
+
     def workers(self, per_rank=None, common=(), aggs=None):
         n = sum(self.sizes)
         aggs = aggs or ','.join(self.ip(LEAF_A + i) for i in range(len(self.leaves)))
@@ -317,6 +330,14 @@ class Run:
                       'rank %d used the fallback: %s %s', r, c[0], end[0])
 
 
+def check_fell_back(run, msg):
+    """Every rank ran some collectives through the fallback: the fault came
+    during the run, not after it."""
+    fb = [run.ev(r, 'end')[0]['fallback_collectives'] for r in range(run.n)]
+    log('fallback collectives per rank after the fault: %s' % fb)
+    check(all(f > 0 for f in fb), msg, fb)
+
+
 def kill_all(run):
     for p in run.procs:
         if p.poll() is None:
@@ -331,11 +352,7 @@ def case_basic():
     with Tree() as t:
         t.start_all()
         iters = 6
-        run = t.workers(common=['--iters', str(iters)])
-        try:
-            run.wait()
-        finally:
-            kill_all(run)
+        run = t.run(['--iters', str(iters)])
         run.check_exact(5 * iters, on_aggregator=True)
         # The ranks' LEAVEs reset the leaves, which leave the spine's
         # incarnation and join the next one.
@@ -379,11 +396,7 @@ def case_loss():
         for d in t.incads.values():
             set_loss(d, 0.05)
         iters = 4
-        run = t.workers(common=['--iters', str(iters)])
-        try:
-            run.wait()
-        finally:
-            kill_all(run)
+        run = t.run(['--iters', str(iters)])
         run.check_exact(5 * iters, on_aggregator=True)
         lost = sum(d.tel.query('/incad/drops').get('incad/INJECTED_LOSS', 0)
                    for d in t.incads.values())
@@ -399,11 +412,7 @@ def case_wide():
     exact on the aggregators."""
     with Tree(nleaf_workers=(20, 20)) as t:
         t.start_all()
-        run = t.workers(common=['--iters', '2'])
-        try:
-            run.wait(watchdog=240)
-        finally:
-            kill_all(run)
+        run = t.run(['--iters', '2'], watchdog=240)
         run.check_exact(10, on_aggregator=True)
         sp, la = t.incads['sp'].job(), t.incads['la'].job()
         check(la['nworkers'] == 20 and la['COMPLETE'] > 0 and la['COMPLETE'] == sp['COMPLETE'],
@@ -416,17 +425,13 @@ def case_leaf_dies():
     with Tree() as t:
         t.start_all()
         iters = 40
-        run = t.workers(common=['--iters', str(iters)])
-        try:
-            run.wait_colls(0, 10)
+
+        def during():
             t.incads['lb'].stop(signal.SIGKILL)
-            run.wait(watchdog=180)
-        finally:
-            kill_all(run)
+
+        run = t.run(['--iters', str(iters)], during=during, watchdog=180)
         run.check_exact(5 * iters, on_aggregator=False)
-        fb = [run.ev(r, 'end')[0]['fallback_collectives'] for r in range(run.n)]
-        log('fallback collectives per rank after the kill: %s' % fb)
-        check(all(f > 0 for f in fb), 'the leaf died after the run, not in it: %s', fb)
+        check_fell_back(run, 'the leaf died after the run, not in it: %s')
 
 
 def case_leaf_restarts():
@@ -437,14 +442,12 @@ def case_leaf_restarts():
     with Tree() as t:
         t.start_all()
         iters = 60
-        run = t.workers(common=['--iters', str(iters)])
-        try:
-            run.wait_colls(0, 10)
+
+        def during():
             t.incads['lb'].stop(signal.SIGKILL)
             t.start('lb', LEAF_B, t.sizes[1], 1)
-            run.wait(watchdog=180)
-        finally:
-            kill_all(run)
+
+        run = t.run(['--iters', str(iters)], during=during, watchdog=180)
         run.check_exact(5 * iters, on_aggregator=False)
 
 
@@ -455,13 +458,11 @@ def case_leaf_stops():
     with Tree() as t:
         t.start_all()
         iters = 40
-        run = t.workers(common=['--iters', str(iters)])
-        try:
-            run.wait_colls(0, 10)
+
+        def during():
             t.incads['lb'].stop(signal.SIGTERM)
-            run.wait(watchdog=180)
-        finally:
-            kill_all(run)
+
+        run = t.run(['--iters', str(iters)], during=during, watchdog=180)
         run.check_exact(5 * iters, on_aggregator=False)
         st = t.incads['sp'].tel.query('/incad/stats')
         sp = t.incads['sp'].job()
@@ -478,18 +479,10 @@ def case_worker_leaves():
     rank again completes on the aggregators, exact."""
     with Tree() as t:
         t.start_all()
-        run = t.workers(common=['--iters', '2'])
-        try:
-            run.wait()
-        finally:
-            kill_all(run)
+        run = t.run(['--iters', '2'])
         run.check_exact(10, on_aggregator=True)
         before = t.incads['sp'].job()['incarnation']
-        run = t.workers(common=['--iters', '2'])
-        try:
-            run.wait()
-        finally:
-            kill_all(run)
+        run = t.run(['--iters', '2'])
         run.check_exact(10, on_aggregator=True)
         la = t.incads['la'].job()
         check(t.incads['sp'].job()['incarnation'] > before and la['parent_joins'] >= 2,
@@ -505,24 +498,18 @@ def case_spine_restarts():
     with Tree() as t:
         t.start_all()
         iters = 40
-        run = t.workers(common=['--iters', str(iters)])
-        try:
-            run.wait_colls(0, 10)
+
+        def during():
             t.incads['sp'].stop(signal.SIGKILL)
-            run.wait(watchdog=180)
-        finally:
-            kill_all(run)
+
+        run = t.run(['--iters', str(iters)], during=during, watchdog=180)
         run.check_exact(5 * iters, on_aggregator=False)
         la = t.incads['la'].job()
         check(la['parent_losses'] >= 1, 'leaf a never noticed its parent die: %s', la)
         t.start('sp', SPINE, 2)
         for k in ('la', 'lb'):
             t.incads[k].wait_parent_up(timeout=30)
-        run = t.workers(common=['--iters', '2'])
-        try:
-            run.wait()
-        finally:
-            kill_all(run)
+        run = t.run(['--iters', '2'])
         run.check_exact(10, on_aggregator=True)
 
 
@@ -540,11 +527,7 @@ def case_stripes():
     with Tree() as t:
         aggs = stripes(t)
         iters = 6
-        run = t.workers(common=['--iters', str(iters)], aggs=aggs)
-        try:
-            run.wait()
-        finally:
-            kill_all(run)
+        run = t.run(['--iters', str(iters)], aggs=aggs)
         run.check_exact(5 * iters, on_aggregator=True)
         a, b = t.incads['sp'].job(), t.incads['la'].job()
         log('stripe 0: %s chunks, stripe 1: %s chunks' % (a['COMPLETE'], b['COMPLETE']))
@@ -561,17 +544,13 @@ def case_stripe_dies():
     with Tree() as t:
         aggs = stripes(t)
         iters = 40
-        run = t.workers(common=['--iters', str(iters)], aggs=aggs)
-        try:
-            run.wait_colls(0, 10)
+
+        def during():
             t.incads['la'].stop(signal.SIGKILL)
-            run.wait(watchdog=180)
-        finally:
-            kill_all(run)
+
+        run = t.run(['--iters', str(iters)], aggs=aggs, during=during, watchdog=180)
         run.check_exact(5 * iters, on_aggregator=False)
-        fb = [run.ev(r, 'end')[0]['fallback_collectives'] for r in range(run.n)]
-        log('fallback collectives per rank after the kill: %s' % fb)
-        check(all(f > 0 for f in fb), 'the aggregator died after the run: %s', fb)
+        check_fell_back(run, 'the aggregator died after the run: %s')
 
 
 def case_stripe_returns():
@@ -582,15 +561,14 @@ def case_stripe_returns():
     with Tree() as t:
         aggs = stripes(t)
         iters = 300
-        run = t.workers(common=['--iters', str(iters), '--probe-every', '10'], aggs=aggs)
-        try:
-            run.wait_colls(0, 10)
+
+        def during():
             t.incads['la'].stop(signal.SIGKILL)
             time.sleep(2.5)
             t.start('la', LEAF_A, sum(t.sizes), job=JOB + 1)
-            run.wait(watchdog=240)
-        finally:
-            kill_all(run)
+
+        run = t.run(['--iters', str(iters), '--probe-every', '10'], aggs=aggs, during=during,
+                    watchdog=240)
         run.check_exact(5 * iters, on_aggregator=False)
         ends = [run.ev(r, 'end')[0] for r in range(run.n)]
         log('after the restart: %s' % [(e['fallback'], e['fallback_collectives'])
@@ -696,11 +674,7 @@ def case_depth3():
         for k in ('mid', 'la', 'lb'):
             t.incads[k].wait_parent_up()
         iters = 4
-        run = t.workers(common=['--iters', str(iters)])
-        try:
-            run.wait()
-        finally:
-            kill_all(run)
+        run = t.run(['--iters', str(iters)])
         run.check_exact(5 * iters, on_aggregator=True)
         c = {k: t.incads[k].job()['COMPLETE'] for k in ('sp', 'mid', 'la', 'lb')}
         log('depth 3: chunks completed per level: %s' % c)
@@ -720,11 +694,7 @@ def case_r256():
         t.start_all()
         # A rank that joined early waits long for the last one in the
         # creation agreement; its keepalive thread keeps it a member.
-        run = t.workers(common=['--iters', '1', '--keepalive', '--give-up', '10000'])
-        try:
-            run.wait(watchdog=600)
-        finally:
-            kill_all(run)
+        run = t.run(['--iters', '1', '--keepalive', '--give-up', '10000'], watchdog=600)
         run.check_exact(5, on_aggregator=True)
         sp = t.incads['sp'].job()
         log('r256: spine %s chunks, nworkers %s; leaf 0 nworkers %s' % (
