@@ -3,78 +3,59 @@
  */
 
 /*
- * Slot state of the Tofino subset: contributor bitmaps, remaining counts and
- * maximum exponents, and the verdict on a contribution.
+ * Slot state of the Tofino subset and the verdict on a contribution
+ * (docs/protocol.md, "Tofino subset").
  *
- * The bitmaps of both shadow sets of a slot share one 64-bit register entry,
- * so that one stateful ALU access sets the sender's bit in set s and clears it
- * in set 1-s (rule 6 of the protocol). Without sequence registers that is what
- * tells a retransmission from a new use of a set:
+ * Each set (slot, SET flag) has one 64-bit state entry: the seq of its
+ * current use, stored plus one, and the bitmap of the ranks counted in it.
+ * One stateful ALU access compares the contribution's seq with the use's
+ * and returns
  *
- *   bit set, remaining 0      -> REPLAY (rule 4, bit-based)
- *   bit set, remaining > 0    -> DUPLICATE, dropped (rule 2)
- *   bit clear, set bitmap 0   -> FIRST: a new use starts (rules 1 and 5)
- *   bit clear, bitmap not 0   -> ADD (rule 2); COMPLETE when remaining hits 0
+ *   same seq   -> the bitmap before (and sets the sender's bit);
+ *   newer seq  -> 0: a new use starts with the sender's bit alone;
+ *   older seq  -> INCA_STATE_STALE: a late copy of an earlier use; nothing
+ *                 changes.
  *
- * A set's bitmap is all zero again exactly when every member has counted a
- * contribution in the other set, which a correct worker (window <= pool size)
- * waits for before it reuses the set. Counters and exponents are indexed by
- * (slot, set). The MISMATCH and seq checks of the software aggregator are not
- * made here (INCA_CAP_SEQ_CHECK is clear in a switch's CAPS).
+ * and from that word and the job's full bitmap:
+ *
+ *   STALE                          -> dropped (STALE)
+ *   0                              -> FIRST: lanes written; COMPLETE if N = 1
+ *   sender's bit set, bitmap full  -> REPLAY to the sender (rule 4)
+ *   sender's bit set, not full     -> DUPLICATE, dropped (rule 2)
+ *   sender's bit clear             -> ADD; COMPLETE when the bitmap is full
+ *
+ * A contribution is therefore only ever combined with contributions of the
+ * same seq, whatever order copies arrive in. Where the switch differs from
+ * incad: a newer seq always starts a new use, also of a set still filling
+ * (incad drops it as CONFLICT; only a worker breaking the window rule sends
+ * one, and the abandoned use's members time out); there is no rule 6, so a
+ * late copy of a chunk whose set is still complete with it is replayed to
+ * its sender (which ignores it) where incad drops it; no MISMATCH check.
+ * A zeroed entry (a new job's or a reset job's) holds seq 2^32 - 1 with an
+ * empty bitmap, older than any chunk a fresh member sends first.
  */
 
-struct bitmap_pair_t {
-	bit<32> set0;
-	bit<32> set1;
+struct set_state_t {
+	bit<32> seq1;
+	bit<32> bitmap;
 }
 
 control Bitmap(inout inca_headers_t hdr, inout inca_ig_md_t md)
 {
-	Register<bitmap_pair_t, slot_index_t>(INCA_NUM_SLOTS) bitmaps;
+	Register<set_state_t, set_index_t>(INCA_NUM_SETS) state;
 
-	/* Each returns the bitmap of the sender's set before the update. */
-	RegisterAction<bitmap_pair_t, slot_index_t, bit<32>>(bitmaps) count_in_set0 = {
-		void apply(inout bitmap_pair_t v, out bit<32> before) {
-			before = v.set0;
-			v.set0 = v.set0 | md.rank_bit;
-			v.set1 = v.set1 & ~md.rank_bit;
-		}
-	};
-
-	RegisterAction<bitmap_pair_t, slot_index_t, bit<32>>(bitmaps) count_in_set1 = {
-		void apply(inout bitmap_pair_t v, out bit<32> before) {
-			before = v.set1;
-			v.set0 = v.set0 & ~md.rank_bit;
-			v.set1 = v.set1 | md.rank_bit;
-		}
-	};
-
-	/* Contributions still missing from the current use of a set. */
-	Register<bit<8>, set_index_t>(INCA_NUM_SETS) remaining;
-
-	RegisterAction<bit<8>, set_index_t, bit<8>>(remaining) remaining_start = {
-		void apply(inout bit<8> v) {
-			v = md.nworkers_m1;
-		}
-	};
-
-	/*
-	 * Returns the count before the decrement. A zero count is left alone:
-	 * a new contribution into a complete set that is not empty is a
-	 * conflict (a worker broke the window rule), never a wrap to 255.
-	 */
-	RegisterAction<bit<8>, set_index_t, bit<8>>(remaining) remaining_count = {
-		void apply(inout bit<8> v, out bit<8> before) {
-			before = v;
-			if (v != 0) {
-				v = v - 1;
+	RegisterAction<set_state_t, set_index_t, bit<32>>(state) admit = {
+		void apply(inout set_state_t v, out bit<32> before) {
+			if (v.seq1 == md.seq1) {
+				before = v.bitmap;
+				v.bitmap = v.bitmap | md.rank_bit;
+			} else if ((int<32>)(v.seq1 - md.seq1) < 0) {
+				before = 0;
+				v.seq1 = md.seq1;
+				v.bitmap = md.rank_bit;
+			} else {
+				before = INCA_STATE_STALE;
 			}
-		}
-	};
-
-	RegisterAction<bit<8>, set_index_t, bit<8>>(remaining) remaining_read = {
-		void apply(inout bit<8> v, out bit<8> now) {
-			now = v;
 		}
 	};
 
@@ -108,41 +89,33 @@ control Bitmap(inout inca_headers_t hdr, inout inca_ig_md_t md)
 
 	apply {
 		md.exp_in = (bit<16>)((bit<8>)hdr.inca.exp ^ 8w0x80);
+		md.seq1 = hdr.inca.seq + 1;
 		md.set_index = md.pool_index ++ md.set;
 
-		if (md.set == 0) {
-			md.bitmap_before = count_in_set0.execute(md.pool_index);
-		} else {
-			md.bitmap_before = count_in_set1.execute(md.pool_index);
-		}
+		md.bitmap_before = admit.execute(md.set_index);
 		md.seen = md.bitmap_before & md.rank_bit;
+		md.bitmap_after = md.bitmap_before | md.rank_bit;
 
-		if (md.seen != 0) {
+		if (md.bitmap_before == INCA_STATE_STALE) {
+			md.reason = INCA_DROP_STALE;
+		} else if (md.bitmap_before == 0) {
+			md.exp_out = exp_start.execute(md.set_index);
+			md.lane_op = INCA_LANE_WRITE;
+		} else if (md.seen != 0) {
 			/* Already counted: look at the set, change nothing. */
-			md.cnt = remaining_read.execute(md.set_index);
 			md.exp_out = exp_read.execute(md.set_index);
 			md.lane_op = INCA_LANE_READ_B;
-			if (md.cnt == 0) {
+			if (md.bitmap_before == md.members) {
 				md.verdict = INCA_V_REPLAY;
 			} else {
 				md.reason = INCA_DROP_DUPLICATE;
 			}
-		} else if (md.bitmap_before == 0) {
-			remaining_start.execute(md.set_index);
-			md.exp_out = exp_start.execute(md.set_index);
-			md.lane_op = INCA_LANE_WRITE;
-			if (md.nworkers_m1 == 0) {
-				md.verdict = INCA_V_COMPLETE;
-			} else {
-				md.verdict = INCA_V_PENDING;
-			}
 		} else {
-			md.cnt = remaining_count.execute(md.set_index);
 			md.exp_out = exp_max.execute(md.set_index);
 			md.lane_op = INCA_LANE_ADD;
-			if (md.cnt == 0) {
-				md.reason = INCA_DROP_CONFLICT;
-			} else if (md.cnt == 1) {
+		}
+		if (md.lane_op == INCA_LANE_WRITE || md.lane_op == INCA_LANE_ADD) {
+			if (md.bitmap_after == md.members) {
 				md.verdict = INCA_V_COMPLETE;
 			} else {
 				md.verdict = INCA_V_PENDING;
@@ -152,11 +125,12 @@ control Bitmap(inout inca_headers_t hdr, inout inca_ig_md_t md)
 		/*
 		 * The RESULT keeps the contribution's job, token, slot, seq,
 		 * offset, count, dtype, op and its SET, LAST and BFP flags; RETX
-		 * marks a replay. The rank is rewritten per copy in egress.
+		 * marks a replay; its bitmap is every member. The rank is
+		 * rewritten per copy in egress.
 		 */
 		if (md.reason == INCA_DROP_NONE && md.verdict != INCA_V_PENDING) {
 			hdr.inca.type = INCA_MSG_RESULT;
-			hdr.inca.bitmap = md.bitmap_before | md.rank_bit;
+			hdr.inca.bitmap = md.members;
 			hdr.inca.exp = (int<8>)(md.exp_out[7:0] ^ 8w0x80);
 			if (md.verdict == INCA_V_REPLAY) {
 				hdr.inca.flags[1:1] = 1w1;

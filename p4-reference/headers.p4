@@ -178,6 +178,14 @@ const bit<8> INCA_V_PENDING = 0;   /* counted; the set is still filling */
 const bit<8> INCA_V_COMPLETE = 1;  /* completed the set: RESULT to all */
 const bit<8> INCA_V_REPLAY = 2;    /* retransmission into a complete set */
 
+/*
+ * What a set's state access returns for a contribution with an older seq
+ * than the set's use (bitmap.p4). Bit 31 is never a member's bit: a job on
+ * the switch has at most INCA_SWITCH_MAX_RANKS members.
+ */
+const bit<32> INCA_STATE_STALE = 0x80000000;
+const bit<16> INCA_SWITCH_MAX_RANKS = 31;
+
 /* Lane register operations (processor.p4). */
 const bit<8> INCA_LANE_NOP = 0;
 const bit<8> INCA_LANE_WRITE = 1;   /* first contribution of a use */
@@ -194,7 +202,7 @@ const bit<8> INCA_DROP_BAD_TOKEN = 4;   /* unknown job or wrong token */
 const bit<8> INCA_DROP_NOT_MEMBER = 5;  /* (job, rank, source IP) unknown */
 const bit<8> INCA_DROP_BAD_SLOT = 6;    /* slot beyond the job's pool */
 const bit<8> INCA_DROP_DUPLICATE = 7;   /* already counted, set filling */
-const bit<8> INCA_DROP_CONFLICT = 8;    /* new contribution into a done set */
+const bit<8> INCA_DROP_STALE = 8;       /* older seq than the set's use */
 const bit<8> INCA_DROP_CONSUMED = 9;    /* counted; nothing to send yet */
 const bit<8> INCA_DROP_NO_ROUTE = 10;   /* no address for a member */
 const bit<8> INCA_DROP_L2_MISS = 11;    /* ordinary frame, unknown MAC */

@@ -17,7 +17,8 @@
  *
  * Jobs, members, slots and multicast groups are set up by the control plane:
  * control/setup_job.py; the layout and the resource budget are in README.md.
- * Not compiled here (no Tofino compiler): see README.md, "Status".
+ * Checked by p4test with the open-source tna.p4 (suite p4); see README.md,
+ * "Status", for what the Tofino back end says.
  */
 
 #include <core.p4>
@@ -40,16 +41,17 @@ struct inca_ig_md_t {
 	bit<1> set;             /* shadow set (INCA_F_SET) */
 	bool ipv4_csum_ok;
 	PortId_t recirc_port;   /* recirculation port of the job's home pipe */
-	bit<8> nworkers_m1;     /* members of the job minus one */
+	bit<32> members;        /* the job's full bitmap: bits 0..N-1 */
 	bit<16> mgid;           /* multicast group of the job */
 	slot_index_t pool_index;
 	set_index_t set_index;
 	lane_index_t lane_base;
 	lane_index_t lane_idx;
 	bit<32> rank_bit;       /* 1 << rank */
-	bit<32> bitmap_before;  /* sender's set before this contribution */
+	bit<32> seq1;           /* the contribution's seq + 1 */
+	bit<32> bitmap_before;  /* what the set's state access returned */
 	bit<32> seen;           /* bitmap_before & rank_bit */
-	bit<8> cnt;             /* remaining count read by the stateful ALU */
+	bit<32> bitmap_after;   /* bitmap_before | rank_bit */
 	bit<8> verdict;         /* INCA_V_* */
 	bit<16> exp_in;         /* biased exponents (exp + 128) */
 	bit<16> exp_out;
@@ -149,9 +151,9 @@ control Ingress(inout inca_headers_t hdr,
 	 * in one pipe, its home; the entry for any other pipe sends the frame
 	 * to the home pipe's recirculation port first, so a job may span pipes.
 	 */
-	action job_home(bit<8> nworkers_m1, bit<16> mgid, PortId_t recirc_port) {
+	action job_home(bit<32> members, bit<16> mgid, PortId_t recirc_port) {
 		md.job_ok = 1;
-		md.nworkers_m1 = nworkers_m1;
+		md.members = members;
 		md.mgid = mgid;
 		md.recirc_port = recirc_port;
 	}

@@ -25,7 +25,7 @@ What it programs (README.md, "Setting up a job"):
   - once per switch: agg_addr (the aggregator's IPv4), Egress.aggregator
     (source MAC, IPv4, UDP port of RESULTs), cpu (port of control messages),
     the recirculation ports of every pipe in the parser value set;
-  - Ingress.job: (job, token, pipe) -> job_home(nworkers - 1, mgid, home
+  - Ingress.job: (job, token, pipe) -> job_home(members bitmap, mgid, home
     recirculation port) for the home pipe, job_remote(home recirculation
     port) for the others;
   - Ingress.member: (job, rank, IPv4, UDP port) of every member;
@@ -33,7 +33,8 @@ What it programs (README.md, "Setting up a job"):
   - Egress.member_addr: (job, rank) -> the member's MAC, IPv4, UDP port;
   - $pre.node per member (RID = rank, its port) and $pre.mgid = the job's
     group of those nodes;
-  - zeroes the bitmaps, counts and exponents of the job's slots.
+  - zeroes the state (seq + 1, bitmap) and exponent of every set of the
+    job's slots: a zeroed set is older than any chunk (bitmap.p4).
 
 Written against the SDE 9.x bfrt_python API; not run here (no SDE).
 """
@@ -45,7 +46,8 @@ RECIRC_PORT = 68          # recirculation port of each Tofino-1 pipe (pipe << 7 
 NUM_SLOTS = 8192          # INCA_NUM_SLOTS of headers.p4
 LANE_ENTRIES = 16384      # INCA_LANE_ENTRIES of headers.p4
 ELEMS_STRIDE = {64: 2, 256: 8}   # lane entries per slot: 2 sets x groups
-MAX_WORKERS = 32
+MAX_WORKERS = 32          # PRE node ids: room per job
+SWITCH_MAX_RANKS = 31     # INCA_SWITCH_MAX_RANKS of headers.p4
 
 
 def ip2int(ip):
@@ -112,11 +114,19 @@ def setup_switch(p4, desc):
                   'by hand' % (recirc_port(pipe), e))
 
 
+def data_token(j):
+    """What the job's CONTRIBs carry: the incarnation's session when the
+    description has one (docs/protocol.md, "Sessions"), else the token."""
+    return j.get('session') or j['token']
+
+
 def setup_job(p4, pre, desc):
     j = desc['job']
-    job, token, members = j['id'], j['token'], desc['members']
+    job, token, members = j['id'], data_token(j), desc['members']
     if sorted(m['rank'] for m in members) != list(range(j['nworkers'])):
         raise ValueError('members must be ranks 0..nworkers-1')
+    if not 1 <= j['nworkers'] <= SWITCH_MAX_RANKS:
+        raise ValueError('a switch job has 1..%d members' % SWITCH_MAX_RANKS)
     home = desc.get('home_pipe', 0)
     mgid = desc.get('mgid', job)
     slots = layout(j['pool_size'], j['elems'], desc.get('pool_base', 0),
@@ -125,7 +135,7 @@ def setup_job(p4, pre, desc):
     for pipe in desc.get('pipes', [0]):
         if pipe == home:
             p4.Ingress.job.add_with_job_home(job=job, token=token, pipe=pipe,
-                                             nworkers_m1=j['nworkers'] - 1, mgid=mgid,
+                                             members=(1 << j['nworkers']) - 1, mgid=mgid,
                                              recirc_port=recirc_port(home))
         else:
             p4.Ingress.job.add_with_job_remote(job=job, token=token, pipe=pipe,
@@ -136,16 +146,15 @@ def setup_job(p4, pre, desc):
         p4.Egress.member_addr.add_with_set_member(job=job, rank=m['rank'],
                                                  mac=mac2int(m['mac']), ip=ip2int(m['ip']),
                                                  udp_port=m['udp_port'])
-    bitmaps = p4.Ingress.bitmap.bitmaps
-    remaining = p4.Ingress.bitmap.remaining
+    state = p4.Ingress.bitmap.state
     max_exp = p4.Ingress.bitmap.max_exp
     for slot, pool_index, lane_base in slots:
         p4.Ingress.slot_map.add_with_slot_entry(job=job, slot=slot, count=j['elems'],
                                                 pool_index=pool_index, lane_base=lane_base)
-        # Both sets empty: the first contribution of a use finds bitmap 0.
-        bitmaps.mod(REGISTER_INDEX=pool_index, set0=0, set1=0)
+        # Both sets zeroed: older than any chunk, so the first
+        # contribution of each starts a use.
         for s in (0, 1):
-            remaining.mod(REGISTER_INDEX=2 * pool_index + s, f1=0)
+            state.mod(REGISTER_INDEX=2 * pool_index + s, seq1=0, bitmap=0)
             max_exp.mod(REGISTER_INDEX=2 * pool_index + s, f1=0)
 
     # Multicast: one node per member, RID = rank, so that egress_rid names
@@ -163,7 +172,7 @@ def setup_job(p4, pre, desc):
 
 def teardown_job(p4, pre, desc):
     j = desc['job']
-    job, token = j['id'], j['token']
+    job, token = j['id'], data_token(j)
     mgid = desc.get('mgid', job)
     for pipe in desc.get('pipes', [0]):
         p4.Ingress.job.delete(job=job, token=token, pipe=pipe)

@@ -7,8 +7,9 @@ For inca_v1model.p4: the aggregator's address, the job's (job, token) entry,
 one member entry per rank (job, rank, source IPv4, source UDP port), the
 job's slots, each member's RESULT address, and the job's multicast group
 with one PRE node per member whose RID is its rank (egress rewrites each
-copy by egress_rid). The job's slot state is zeroed, so a slot range can be
-reused by a later job.
+copy by egress_rid). The state (seq + 1, bitmap) and exponent of every set
+of the job's slots are zeroed, which makes them older than any chunk, so a
+slot range can be reused by a later job or incarnation.
 
     gen_commands.py --job 7 --token 0xc0ffee01 \\
         --member 0=10.77.1.10:40000,02:00:00:00:bb:00,1 \\
@@ -17,7 +18,9 @@ reused by a later job.
 
 A member is RANK=IP[:UDP_PORT],MAC,SWITCH_PORT (UDP port default 18766).
 --manifest tests/vectors/vectors.json --scenario NAME takes everything from
-a conformance vector instead.
+a conformance vector instead (keyed by the scenario's session token, what
+its CONTRIBs carry); --port P then puts every member on switch port P
+(default: member r on port r + 1).
 """
 
 import argparse
@@ -25,7 +28,7 @@ import json
 import sys
 
 INCA_UDP_PORT = 18766
-MAX_WORKERS = 32
+MAX_WORKERS = 31  # INCA_SWITCH_MAX_RANKS: bit 31 of a set's state is not a rank
 # Register sizes of inca_v1model.p4 (V1_NUM_SLOTS, V1_ACC_WORDS / 64).
 V1_NUM_SLOTS = 1024
 V1_GROUP_ENTRIES = 2048
@@ -77,8 +80,8 @@ def commands(job, token, members, agg_ip, agg_mac, pool_size, elems, pool_base=0
            'table_add %s.agg_addr NoAction %s =>' % (ING, agg_ip)]
     if cpu_port is not None:
         out.append('table_set_default %s.cpu %s.to_cpu %d' % (ING, ING, cpu_port))
-    out.append('table_add %s.job %s.job_ok %d 0x%08x => %d %d'
-               % (ING, ING, job, token, len(members) - 1, mgid))
+    out.append('table_add %s.job %s.job_ok %d 0x%08x => 0x%08x %d'
+               % (ING, ING, job, token, (1 << len(members)) - 1, mgid))
     for m in sorted(members, key=lambda m: m['rank']):
         out.append('table_add %s.member %s.member_ok %d %d %s %d =>'
                    % (ING, ING, job, m['rank'], m['ip'], m['udp_port']))
@@ -87,11 +90,11 @@ def commands(job, token, members, agg_ip, agg_mac, pool_size, elems, pool_base=0
     for slot, pool_index, lanes in layout(pool_size, elems, pool_base, lane_base):
         out.append('table_add %s.slot_map %s.slot_entry %d %d %d => %d %d'
                    % (ING, ING, job, slot, elems, pool_index, lanes))
-        # A new use must find both sets of its slots empty.
-        out.append('register_write %s.bitmap_set0 %d 0' % (ING, pool_index))
-        out.append('register_write %s.bitmap_set1 %d 0' % (ING, pool_index))
+        # Zeroed sets are older than any chunk: the first contribution
+        # of each starts a use.
         for s in (0, 1):
-            out.append('register_write %s.remaining %d 0' % (ING, 2 * pool_index + s))
+            out.append('register_write %s.set_seq %d 0' % (ING, 2 * pool_index + s))
+            out.append('register_write %s.set_bitmap %d 0' % (ING, 2 * pool_index + s))
             out.append('register_write %s.max_exp %d 0' % (ING, 2 * pool_index + s))
     # One node per member, RID = rank; node handles are numbered from 0 in
     # a fresh simple_switch, in creation order.
@@ -122,6 +125,8 @@ def main():
     ap.add_argument('--cpu-port', type=int, help='port control messages are sent to')
     ap.add_argument('--manifest', help='vectors.json of the conformance vectors')
     ap.add_argument('--scenario', help='scenario of --manifest')
+    ap.add_argument('--port', type=int,
+                    help='with --manifest: the switch port of every member')
     args = ap.parse_args()
 
     if args.manifest:
@@ -132,7 +137,11 @@ def main():
             ap.error('no scenario %r in %s' % (args.scenario, args.manifest))
         sc = sc[0]
         j = sc['job']
-        args.job, args.token, args.member = j['id'], j['token'], sc['members']
+        args.job, args.token, args.member = j['id'], j.get('session') or j['token'], \
+            [dict(m) for m in sc['members']]
+        if args.port is not None:
+            for m in args.member:
+                m['switch_port'] = args.port
         args.pool_size, args.elems = j['pool_size'], j['elems']
         agg_ip, agg_mac = man['aggregator']['ip'], man['aggregator']['mac']
     else:

@@ -9,11 +9,10 @@
  *
  *   - all 64 or 256 elements are parsed and aggregated in one pass, so there
  *     is no recirculation and no harvest pass;
- *   - registers are plain arrays: both bitmaps, the remaining count and the
- *     maximum exponent are read, decided on and written back in one pass;
- *   - a new contribution into a complete, non-empty set (CONFLICT) changes
- *     no lane and no exponent (the Tofino program cannot check the count
- *     before it adds; README.md);
+ *   - registers are plain arrays: a set's state word (seq + 1 and bitmap)
+ *     and its maximum exponent are read, decided on and written back in
+ *     one pass, where the Tofino needs one stateful ALU access per
+ *     register;
  *   - RESULT copies: standard_metadata.mcast_grp = the job's group, one PRE
  *     node per member with RID = rank; egress rewrites each copy by
  *     egress_rid. Replays go back out of the ingress port.
@@ -52,15 +51,15 @@ struct v1_md_t {
 	bit<1> member_ok;
 	bit<1> slot_ok;
 	bit<1> set;
-	bit<8> nworkers_m1;
+	bit<32> members;    /* the job's full bitmap: bits 0..N-1 */
 	bit<16> mgid;
 	bit<32> pool_index;
 	bit<32> set_index;
 	bit<32> lane_base;
 	bit<32> lane_idx0;  /* group entry of group 0 */
 	bit<32> rank_bit;
-	bit<32> before;     /* sender's set bitmap before this contribution */
-	bit<8> cnt;
+	bit<32> seq1;       /* the contribution's seq + 1 */
+	bit<32> before;     /* what Bitmap's state access returns (../bitmap.p4) */
 	bit<16> exp_in;     /* biased exponents (exp + 128) */
 	bit<16> exp_acc;
 	bit<8> verdict;     /* INCA_V_* */
@@ -186,10 +185,9 @@ control IncaIngress(inout v1_headers_t hdr,
 		    inout v1_md_t meta,
 		    inout standard_metadata_t sm)
 {
-	/* Bitmaps of set 0 and set 1 per slot; count and exponent per set. */
-	register<bit<32>>(V1_NUM_SLOTS) bitmap_set0;
-	register<bit<32>>(V1_NUM_SLOTS) bitmap_set1;
-	register<bit<8>>(V1_NUM_SETS) remaining;
+	/* Per set: the seq + 1 of its use, its bitmap, its maximum exponent. */
+	register<bit<32>>(V1_NUM_SETS) set_seq;
+	register<bit<32>>(V1_NUM_SETS) set_bitmap;
 	register<bit<16>>(V1_NUM_SETS) max_exp;
 	register<bit<32>>(V1_ACC_WORDS) acc;
 
@@ -264,9 +262,9 @@ control IncaIngress(inout v1_headers_t hdr,
 		const default_action = bad_msg();
 	}
 
-	action job_ok(bit<8> nworkers_m1, bit<16> mgid) {
+	action job_ok(bit<32> members, bit<16> mgid) {
 		meta.job_ok = 1;
-		meta.nworkers_m1 = nworkers_m1;
+		meta.members = members;
 		meta.mgid = mgid;
 	}
 
@@ -360,8 +358,8 @@ control IncaIngress(inout v1_headers_t hdr,
 	}
 
 	apply {
-		bit<32> b0;
-		bit<32> b1;
+		bit<32> sq;
+		bit<32> bm;
 
 		meta.in_port = sm.ingress_port;
 		if (sm.parser_error != error.NoError) {
@@ -404,56 +402,56 @@ control IncaIngress(inout v1_headers_t hdr,
 			meta.set_index = (meta.pool_index << 1) | (bit<32>)meta.set;
 			meta.exp_in = (bit<16>)((bit<8>)hdr.inca.exp ^ 8w0x80);
 
-			/* Rules 1, 2, 4 (bit-based) and 6: see ../bitmap.p4. */
-			bitmap_set0.read(b0, meta.pool_index);
-			bitmap_set1.read(b1, meta.pool_index);
-			if (meta.set == 0) {
-				meta.before = b0;
-				b0 = b0 | meta.rank_bit;
-				b1 = b1 & ~meta.rank_bit;
+			/*
+			 * The slot rules of ../bitmap.p4, one set at a time: the
+			 * state access compares the seq with the set's use and
+			 * returns the set's bitmap before this contribution, 0
+			 * when it starts a new use, or INCA_STATE_STALE.
+			 */
+			meta.seq1 = hdr.inca.seq + 1;
+			set_seq.read(sq, meta.set_index);
+			set_bitmap.read(bm, meta.set_index);
+			if (sq == meta.seq1) {
+				meta.before = bm;
+				bm = bm | meta.rank_bit;
+			} else if ((int<32>)(sq - meta.seq1) < 0) {
+				meta.before = 0;
+				sq = meta.seq1;
+				bm = meta.rank_bit;
 			} else {
-				meta.before = b1;
-				b0 = b0 & ~meta.rank_bit;
-				b1 = b1 | meta.rank_bit;
+				meta.before = INCA_STATE_STALE;
 			}
-			bitmap_set0.write(meta.pool_index, b0);
-			bitmap_set1.write(meta.pool_index, b1);
-			remaining.read(meta.cnt, meta.set_index);
+			set_seq.write(meta.set_index, sq);
+			set_bitmap.write(meta.set_index, bm);
 			max_exp.read(meta.exp_acc, meta.set_index);
 
-			if ((meta.before & meta.rank_bit) != 0) {
+			if (meta.before == INCA_STATE_STALE) {
+				meta.reason = INCA_DROP_STALE;
+			} else if (meta.before == 0) {
+				/* First contribution of a use of this set. */
+				meta.exp_acc = meta.exp_in;
+				meta.lane_op = INCA_LANE_WRITE;
+			} else if ((meta.before & meta.rank_bit) != 0) {
 				/* Already counted: look, change nothing. */
-				if (meta.cnt == 0) {
+				if (meta.before == meta.members) {
 					meta.verdict = INCA_V_REPLAY;
 					meta.lane_op = V1_LANE_READ;
 				} else {
 					meta.reason = INCA_DROP_DUPLICATE;
 				}
-			} else if (meta.before == 0) {
-				/* First contribution of a use of this set. */
-				meta.cnt = meta.nworkers_m1;
-				meta.exp_acc = meta.exp_in;
-				meta.lane_op = INCA_LANE_WRITE;
-				if (meta.cnt == 0) {
-					meta.verdict = INCA_V_COMPLETE;
-				} else {
-					meta.verdict = INCA_V_PENDING;
-				}
-			} else if (meta.cnt == 0) {
-				meta.reason = INCA_DROP_CONFLICT;
 			} else {
-				meta.cnt = meta.cnt - 1;
 				if (meta.exp_in > meta.exp_acc) {
 					meta.exp_acc = meta.exp_in;
 				}
 				meta.lane_op = INCA_LANE_ADD;
-				if (meta.cnt == 0) {
+			}
+			if (meta.lane_op == INCA_LANE_WRITE || meta.lane_op == INCA_LANE_ADD) {
+				if ((meta.before | meta.rank_bit) == meta.members) {
 					meta.verdict = INCA_V_COMPLETE;
 				} else {
 					meta.verdict = INCA_V_PENDING;
 				}
 			}
-			remaining.write(meta.set_index, meta.cnt);
 			max_exp.write(meta.set_index, meta.exp_acc);
 
 			if (meta.cls == INCA_CLASS_SMALL) {
@@ -479,7 +477,7 @@ control IncaIngress(inout v1_headers_t hdr,
 					meta.reason = INCA_DROP_CONSUMED;
 				} else {
 					hdr.inca.type = INCA_MSG_RESULT;
-					hdr.inca.bitmap = meta.before | meta.rank_bit;
+					hdr.inca.bitmap = meta.members;
 					hdr.inca.exp = (int<8>)(meta.exp_acc[7:0] ^ 8w0x80);
 					if (meta.verdict == INCA_V_COMPLETE) {
 						hdr.inca.flags[1:1] = 1w0;

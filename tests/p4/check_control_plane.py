@@ -187,8 +187,8 @@ def check_bfrt(fail, p4_dir, vectors, scenario):
     fail.expect(sorted(k['multicast_rid'] for k in nodes) == list(range(n)),
                 'bfrt: multicast nodes do not have RID = rank, one per member')
     homes = [kw for path, _, kw in log if path[-1:] == ('add_with_job_home',)]
-    fail.expect(homes and homes[0].get('nworkers_m1') == n - 1,
-                'bfrt: job_home does not carry nworkers - 1')
+    fail.expect(homes and homes[0].get('members') == (1 << n) - 1,
+                'bfrt: job_home does not carry the bitmap of all n members')
 
 
 def check_cli(fail, p4_dir, vectors, scenario):

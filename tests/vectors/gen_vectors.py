@@ -116,7 +116,7 @@ class Scenario:
                     'session': session_token(job, 1, token)}
         self.members = [member(r) for r in range(nworkers)]
         self.inputs = []      # (frame, in the Tofino subset)
-        self.outputs = []     # (frame, in the Tofino subset)
+        self.outputs = []     # (frame, sent by incad, sent by a switch)
         self.counted = {}     # chunk k -> {rank: (values, exp)} the aggregator counted
         self.flags = {}       # chunk k -> SET | LAST | BFP of its first counted copy
         self.rng = random.Random(name)
@@ -152,7 +152,7 @@ class Scenario:
                    caps=INCAD_CAPS, hb_ms=TIMEOUTS['heartbeat_ms'],
                    evict_ms=TIMEOUTS['evict_ms'])
         ack = ack[:28] + struct.pack('!I', j['session'])
-        self.expect_frame(rank, hdr(JOIN_ACK, j['id'], rank, j['token']) + ack, False)
+        self.expect_frame(rank, hdr(JOIN_ACK, j['id'], rank, j['token']) + ack, 'incad')
         if 'ctrl.pool_base' not in self.ignore:
             self.ignore.append('ctrl.pool_base')
 
@@ -179,14 +179,19 @@ class Scenario:
 
     # -- what the aggregator sends --
 
-    def expect_frame(self, rank, payload, tofino):
+    def expect_frame(self, rank, payload, by):
+        """A frame the aggregator sends to rank; by: 'both' when incad and a
+        switch running p4-reference send it, else 'incad' or 'switch'
+        (where the Tofino subset differs from incad, docs/protocol.md)."""
         m = self.members[rank]
         self.outputs.append((frame(AGG['mac'], m['mac'], AGG['ip'], m['ip'], INCA_PORT,
-                                   m['udp_port'], payload), tofino))
+                                   m['udp_port'], payload), by in ('both', 'incad'),
+                             by in ('both', 'switch')))
 
-    def result(self, k, to=None, replay=False):
+    def result(self, k, to=None, replay=False, by='both'):
         """The RESULT of chunk k: the wrapped sum of what was counted, to
-        every member (complete) or to one rank (replay, with RETX)."""
+        every member (complete) or to one rank (replay, with RETX); by as
+        for expect_frame."""
         j, got = self.job, self.counted[k]
         assert len(got) == j['nworkers'], 'chunk %d is not complete' % k
         sums = [s32(sum(v[i] for v, _ in got.values())) for i in range(j['elems'])]
@@ -197,7 +202,7 @@ class Scenario:
         for r in ([to] if to is not None else range(j['nworkers'])):
             h = hdr(RESULT, j['id'], r, j['session'], slot=self.slot(k), flags=flags, exp=exp,
                     seq=k, offset=k * j['elems'], count=j['elems'], bitmap=bitmap)
-            self.expect_frame(r, h + body, True)
+            self.expect_frame(r, h + body, by)
 
     def leave(self, rank, token=None):
         """LEAVE with the session (or @token) and its LEAVE_ACK; a LEAVE of a
@@ -206,7 +211,7 @@ class Scenario:
         tok = j['session'] if token is None else token
         self.inputs.append((frame(m['mac'], AGG['mac'], m['ip'], AGG['ip'], m['udp_port'],
                                   INCA_PORT, hdr(LEAVE, j['id'], rank, tok)), False))
-        self.expect_frame(rank, hdr(LEAVE_ACK, j['id'], rank, tok), False)
+        self.expect_frame(rank, hdr(LEAVE_ACK, j['id'], rank, tok), 'incad')
 
     def nack(self, to, k, reason, token, flags=0, offset=None):
         """A NACK answering a CONTRIB of chunk k: the header echoes its job,
@@ -215,7 +220,7 @@ class Scenario:
         self.expect_frame(to, hdr(NACK, j['id'], to, token, slot=self.slot(k),
                                   flags=flags | self.set_flag(k), seq=k,
                                   offset=k * j['elems'] if offset is None else offset,
-                                  reason=reason), False)
+                                  reason=reason), 'incad')
 
     def manifest(self):
         files = {'in': self.name + '.in.pcap', 'out': self.name + '.out.pcap'}
@@ -384,10 +389,10 @@ def bad_token():
     return s
 
 
-def late_copy():
-    s = Scenario('late_copy', 'a late copy of a chunk and a retransmission after the '
-                 'sender moved to the other shadow set are never counted again',
-                 tofino=False, nworkers=3, pool_size=4, window=4, elems=64)
+def late_copy_steps(s):
+    """Chunk 0 complete, chunk P filling; a late copy of rank 0's chunk 0
+    and rank 0's retransmission of P arrive before rank 2's P completes it.
+    Returns each rank's values of chunk 0."""
     for r in range(3):
         s.join(r)
     p = s.job['pool_size']
@@ -396,12 +401,49 @@ def late_copy():
     s.contrib(0, p)
     s.contrib(1, p)
     # Reordered: a copy of rank 0's chunk 0 arrives after its chunk P was
-    # counted in the other set (rule 6 cleared its bit): stale.
+    # counted in the other set. incad: stale (rule 6 cleared its bit); a
+    # switch (no rule 6): the set is still complete with chunk 0, so rank 0
+    # gets a replay, which it ignores.
     s.contrib(0, 0, values=v[0], counted=False)
+    s.result(0, to=0, replay=True, by='switch')
     # Rank 0 retransmits chunk P while the set fills: a duplicate.
     s.contrib(0, p, values=s.counted[p][0][0], flags=F_RETX, counted=False)
     s.contrib(2, p)
     s.result(p)
+    return v
+
+
+def late_copy():
+    s = Scenario('late_copy', 'a late copy of a chunk and a retransmission after the '
+                 'sender moved to the other shadow set are never counted again',
+                 tofino=True, nworkers=3, pool_size=4, window=4, elems=64)
+    late_copy_steps(s)
+    return s
+
+
+def late_reuse():
+    s = Scenario('late_reuse', 'late copies and retransmissions around the reuse of a '
+                 'shadow set: the reused set sums only its own chunk, copies of older '
+                 'chunks are never counted in it', tofino=True, nworkers=3, pool_size=4,
+                 window=4, elems=64)
+    p = s.job['pool_size']
+    v = late_copy_steps(s)
+    # Rank 2 lost the RESULT of chunk P: a replay, in both.
+    s.contrib(2, p, values=s.counted[p][2][0], flags=F_RETX, counted=False)
+    s.result(p, to=2, replay=True)
+    # Set 0 of slot 0 is reused by chunk 2P; copies of chunk 0 that arrive
+    # during and after that use are older than it and never counted.
+    s.contrib(1, 2 * p)
+    s.contrib(1, 0, values=v[1], counted=False)
+    s.contrib(0, 2 * p)
+    s.contrib(2, 0, values=v[2], counted=False)
+    s.contrib(2, 2 * p)
+    s.result(2 * p)
+    s.contrib(0, 0, values=v[0], flags=F_RETX, counted=False)
+    # A late copy of rank 1's chunk P after it moved on: incad drops it
+    # (rule 6), a switch replays it; neither counts it.
+    s.contrib(1, p, values=s.counted[p][1][0], counted=False)
+    s.result(p, to=1, replay=True, by='switch')
     return s
 
 
@@ -452,7 +494,7 @@ def mismatch():
 
 
 SCENARIOS = [join_static, sum2, sum4_bfp, sum2_large, replay, duplicate, wraparound,
-             non_member, bad_token, late_copy, stale_session, mismatch]
+             non_member, bad_token, late_copy, late_reuse, stale_session, mismatch]
 
 
 def write_pcap(path, frames):
@@ -469,12 +511,13 @@ def generate(out):
     for make in SCENARIOS:
         s = make()
         write_pcap(os.path.join(out, s.name + '.in.pcap'), [f for f, _ in s.inputs])
-        write_pcap(os.path.join(out, s.name + '.out.pcap'), [f for f, _ in s.outputs])
+        write_pcap(os.path.join(out, s.name + '.out.pcap'),
+                   [f for f, incad, _ in s.outputs if incad])
         if s.tofino:
             write_pcap(os.path.join(out, s.name + '.p4in.pcap'),
                        [f for f, t in s.inputs if t])
             write_pcap(os.path.join(out, s.name + '.p4out.pcap'),
-                       [f for f, t in s.outputs if t])
+                       [f for f, _, switch in s.outputs if switch])
         manifest['scenarios'].append(s.manifest())
     with open(os.path.join(out, 'vectors.json'), 'w') as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
