@@ -1,0 +1,238 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The INCA authors
+"""Run the Tofino-subset conformance vectors through BMv2 simple_switch.
+
+For each scenario: a network namespace with one veth pair (the switch's
+port 1 and the workers' side), simple_switch running the compiled
+p4-reference/v1model program on port 1, the scenario's job installed by
+gen_commands.py through simple_switch_CLI (every member on port 1), then
+every frame of NAME.p4in.pcap sent in order from the workers' side, and a
+marker frame behind them that the switch forwards back by its l2 table.
+The switch handles one port's frames in order and queues everything for
+that port in order, so when the marker comes back every answer to the
+vector's frames has been sent. What came back before it is compared with
+NAME.p4out.pcap by tests/vectors/run_vectors.py's comparison.
+
+    run_bmv2.py --json build/tests/p4/inca_v1model.json \\
+        --simple-switch PREFIX/bin/simple_switch --cli PREFIX/bin/simple_switch_CLI \\
+        --vectors tests/vectors [--scenario NAME]...
+
+Needs root (namespaces) and Debian's /usr/bin/python3 (scapy, thrift).
+The namespace, its interfaces and the switch are removed however the run
+ends.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MARKER_MAC = '02:00:00:00:ee:ee'
+MARKER_TYPE = 0x88b5       # IEEE local experimental: never INCA
+SWITCH_PORT = 1
+
+
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def sh(*cmd, check=True, **kw):
+    return subprocess.run(list(cmd), check=check, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def io_main(args):
+    """Inside the namespace: send the vector's frames and the marker on
+    the workers' interface, write what comes back before the marker."""
+    from scapy.all import Ether, rdpcap, wrpcap
+    frames = [bytes(p) for p in rdpcap(args.io_in)]
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+    s.bind((args.iface, 0))
+    s.settimeout(0.5)
+    for f in frames:
+        s.send(f)
+    marker = (bytes.fromhex(MARKER_MAC.replace(':', '')) + bytes.fromhex('020000000001') +
+              MARKER_TYPE.to_bytes(2, 'big') + b'inca-bmv2-marker'.ljust(46, b'\0'))
+    s.send(marker)
+    got = []
+    deadline = time.monotonic() + args.io_timeout
+    while time.monotonic() < deadline:
+        try:
+            data, addr = s.recvfrom(65536)
+        except socket.timeout:
+            continue
+        if addr[2] == socket.PACKET_OUTGOING:
+            continue
+        if data[12:14] == MARKER_TYPE.to_bytes(2, 'big'):
+            wrpcap(args.io_out, [Ether(g) for g in got])
+            print('%d frames sent, %d received before the marker' % (len(frames), len(got)))
+            return 0
+        got.append(data)
+    wrpcap(args.io_out, [Ether(g) for g in got])
+    print('the marker did not come back within %d s (%d frames received)'
+          % (args.io_timeout, len(got)))
+    return 2
+
+
+class Switch:
+    """simple_switch in its own namespace, with one veth pair."""
+
+    def __init__(self, args, tag):
+        self.args = args
+        self.ns = 'p4v%d%s' % (os.getpid() % 100000, tag)
+        self.proc = None
+        self.log = None
+
+    def __enter__(self):
+        sh('ip', 'netns', 'add', self.ns)
+        ex = ('ip', 'netns', 'exec', self.ns)
+        sh(*ex, 'ip', 'link', 'add', 'sw1', 'type', 'veth', 'peer', 'name', 'wk1')
+        for i in ('sw1', 'wk1'):
+            sh(*ex, 'sysctl', '-qw', 'net.ipv6.conf.%s.disable_ipv6=1' % i)
+            sh(*ex, 'ip', 'link', 'set', i, 'up')
+        sh(*ex, 'ip', 'link', 'set', 'lo', 'up')
+        self.log = tempfile.NamedTemporaryFile(prefix='inca-bmv2-', suffix='.log',
+                                               delete=False)
+        self.proc = subprocess.Popen(
+            list(ex) + [self.args.simple_switch, '--device-id', '0', '--thrift-port', '9090',
+                        '-i', '%d@sw1' % SWITCH_PORT, self.args.json],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        return self
+
+    def cli(self, commands):
+        """Feed commands to simple_switch_CLI; retried until the switch's
+        thrift server answers (bounded)."""
+        ex = ['ip', 'netns', 'exec', self.ns, '/usr/bin/python3', self.args.cli,
+              '--thrift-port', '9090']
+        out = ''
+        for _ in range(100):
+            if self.proc.poll() is not None:
+                raise RuntimeError('simple_switch exited with %d: %s'
+                                   % (self.proc.returncode, self.tail()))
+            r = subprocess.run(ex, input='\n'.join(commands) + '\n', text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            out = r.stdout
+            if 'Could not connect' not in out and 'TTransportException' not in out:
+                break
+            time.sleep(0.2)
+        else:
+            raise RuntimeError('simple_switch_CLI never reached the switch: %s' % out[-500:])
+        bad = [ln for ln in out.splitlines()
+               if 'Error' in ln or 'Invalid' in ln or 'error' in ln or 'not' in ln.split()]
+        if bad:
+            raise RuntimeError('simple_switch_CLI refused commands: %s' % '; '.join(bad[:5]))
+        return out
+
+    def io(self, p4in, captured):
+        r = subprocess.run(['ip', 'netns', 'exec', self.ns, '/usr/bin/python3',
+                            os.path.abspath(__file__), '--io-in', p4in, '--io-out', captured,
+                            '--iface', 'wk1', '--io-timeout', str(self.args.timeout)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return r.returncode, r.stdout.strip()
+
+    def tail(self):
+        try:
+            with open(self.log.name) as f:
+                return f.read()[-800:]
+        except OSError:
+            return ''
+
+    def __exit__(self, *exc):
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        sh('ip', 'netns', 'del', self.ns, check=False)
+        if self.log is not None:
+            self.log.close()
+            os.unlink(self.log.name)
+        return False
+
+
+def run_scenario(args, gen, rv, manifest, sc, tag):
+    agg = manifest['aggregator']
+    j = sc['job']
+    members = [dict(m, switch_port=SWITCH_PORT) for m in sc['members']]
+    cmds = gen.commands(j['id'], j.get('session') or j['token'], members, agg['ip'],
+                        agg['mac'], j['pool_size'], j['elems'])
+    cmds.append('table_add IncaIngress.l2 IncaIngress.l2_forward %s => %d'
+                % (MARKER_MAC, SWITCH_PORT))
+    with tempfile.TemporaryDirectory(prefix='inca-bmv2-') as tmp, Switch(args, tag) as sw:
+        sw.cli(cmds)
+        captured = os.path.join(tmp, 'captured.pcap')
+        rc, out = sw.io(os.path.join(args.vectors, sc['files']['p4_in']), captured)
+        if rc != 0:
+            return ['%s (switch log: %s)' % (out, sw.tail())]
+        from scapy.all import rdpcap
+        expected = rdpcap(os.path.join(args.vectors, sc['files']['p4_out']))
+        return rv.compare(expected, rdpcap(captured), sc['ignore'])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--json', help='inca_v1model.json compiled by p4c-bm2-ss')
+    ap.add_argument('--simple-switch', help='BMv2 simple_switch')
+    ap.add_argument('--cli', help='BMv2 simple_switch_CLI (run with /usr/bin/python3)')
+    ap.add_argument('--vectors', default=os.path.join(ROOT, 'tests', 'vectors'))
+    ap.add_argument('--scenario', action='append', help='only these (repeatable)')
+    ap.add_argument('--timeout', type=int, default=60,
+                    help='seconds to wait for the marker frame')
+    ap.add_argument('--io-in', help=argparse.SUPPRESS)
+    ap.add_argument('--io-out', help=argparse.SUPPRESS)
+    ap.add_argument('--io-timeout', type=int, default=60, help=argparse.SUPPRESS)
+    ap.add_argument('--iface', help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.io_in:
+        return io_main(args)
+    if not (args.json and args.simple_switch and args.cli):
+        ap.error('give --json, --simple-switch and --cli')
+    if os.geteuid() != 0:
+        print('run_bmv2.py needs root for its network namespace')
+        return 1
+
+    gen = load('gen_commands', os.path.join(ROOT, 'p4-reference', 'v1model',
+                                            'gen_commands.py'))
+    rv = load('run_vectors', os.path.join(ROOT, 'tests', 'vectors', 'run_vectors.py'))
+    with open(os.path.join(args.vectors, 'vectors.json')) as f:
+        manifest = json.load(f)
+    scenarios = [s for s in manifest['scenarios'] if s['tofino']]
+    if args.scenario:
+        unknown = set(args.scenario) - {s['name'] for s in scenarios}
+        if unknown:
+            ap.error('not Tofino-subset scenarios: %s' % ' '.join(sorted(unknown)))
+        scenarios = [s for s in scenarios if s['name'] in args.scenario]
+
+    failed = 0
+    for i, sc in enumerate(scenarios):
+        try:
+            fails = run_scenario(args, gen, rv, manifest, sc, 'x%d' % i)
+        except (RuntimeError, subprocess.CalledProcessError) as e:
+            fails = [str(e) + (' ' + e.stdout if getattr(e, 'stdout', None) else '')]
+        if fails:
+            failed += 1
+            print('FAIL %s (%s)' % (sc['name'], sc['title']))
+            for f in fails:
+                print('  ' + f)
+        else:
+            print('PASS %s on BMv2 (%s)' % (sc['name'], sc['title']))
+    print('%d passed, %d failed' % (len(scenarios) - failed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
