@@ -302,6 +302,18 @@ emit(struct inca_comm *c, struct li_chunk *e, bool retx)
 		plen = li_encode(buf + INCA_HDR_LEN, src ? src + off * us : NULL, cnt, r->dtype,
 				 r->op, r->mode, e->exp_used, c->o.size, avail);
 	}
+	if ((c->caps & INCA_CAP_FIXED_COUNT) && m.count < c->max_elems) {
+		/* A switch counts only its payload class: zeros, neutral for
+		 * SUM, up to max_elems (the RESULT's extra elements are not
+		 * read). */
+		size_t full = (size_t)c->max_elems * inca_dtype_size(m.dtype);
+
+		if (full > plen && full <= c->max_payload) {
+			memset(buf + INCA_HDR_LEN + plen, 0, full - plen);
+			plen = full;
+			m.count = c->max_elems;
+		}
+	}
 	inca_hdr_encode(&m, buf);
 	c->tx[c->ntx].buf = buf;
 	c->tx[c->ntx].len = INCA_HDR_LEN + plen;
@@ -531,7 +543,9 @@ handle_result(struct inca_comm *c, const struct inca_msg *m)
 	/* The result must answer exactly what we contributed. */
 	if (m->slot != k % c->pool || (m->flags & INCA_F_SET) != (((k / c->pool) & 1) ?
 								   INCA_F_SET : 0) ||
-	    m->count != e->count || (m->flags & INCA_F_BFP) != r->flags ||
+	    (m->count != e->count &&
+	     !((c->caps & INCA_CAP_FIXED_COUNT) && m->count == c->max_elems)) ||
+	    (m->flags & INCA_F_BFP) != r->flags ||
 	    m->dtype != (e->idx < r->nprime ? INCA_DTYPE_INT32 : r->wire_dtype) ||
 	    m->op != (e->idx < r->nprime ? INCA_OP_SUM : r->wire_op) ||
 	    m->body_len > c->max_payload) {

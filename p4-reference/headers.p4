@@ -64,11 +64,13 @@ const bit<8> INCA_F_LAST = 0x04;
 const bit<8> INCA_F_BFP = 0x08;
 const bit<8> INCA_F_MASK = 0x0f;
 
-/* Capability bits (INCA_CAP_*): the Tofino subset announces BFP only. */
+/* Capability bits (INCA_CAP_*): the Tofino subset announces BFP, SEQ_CHECK
+ * and FIXED_COUNT. */
 const bit<16> INCA_CAP_NATIVE_FLOAT = 0x0001;
 const bit<16> INCA_CAP_BFP = 0x0002;
 const bit<16> INCA_CAP_SEQ_CHECK = 0x0004;
-const bit<16> INCA_CAP_MASK = 0x0007;
+const bit<16> INCA_CAP_FIXED_COUNT = 0x0008;
+const bit<16> INCA_CAP_MASK = 0x000f;
 
 /* ---- Frame headers ---- */
 

@@ -74,6 +74,7 @@ main(void)
 	printf("cap NATIVE_FLOAT %d\n", INCA_CAP_NATIVE_FLOAT);
 	printf("cap BFP %d\n", INCA_CAP_BFP);
 	printf("cap SEQ_CHECK %d\n", INCA_CAP_SEQ_CHECK);
+	printf("cap FIXED_COUNT %d\n", INCA_CAP_FIXED_COUNT);
 	printf("cap MASK %d\n", INCA_CAP_MASK);
 	return 0;
 }

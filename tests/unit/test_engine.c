@@ -58,6 +58,7 @@ struct tagg_cfg {
 	unsigned die_after;          /* go silent after this many completions */
 	uint32_t hb_ms, evict_ms;    /* told in CAPS / JOIN_ACK; evict_ms 0: never */
 	uint32_t last_mask;          /* ranks that get the last result before dying */
+	bool fixed_count;            /* like a switch: FIXED_COUNT, other counts dropped */
 };
 
 struct tagg {
@@ -83,6 +84,7 @@ struct tagg {
 	struct sockaddr_in held_to;
 	atomic_uint completions;
 	atomic_uint replays;
+	atomic_uint short_contribs;   /* fixed_count: CONTRIBs of another count */
 	atomic_uint joins;
 	atomic_uint leaves;
 	atomic_uint nacks;
@@ -146,7 +148,8 @@ tagg_caps(const struct tagg *a, struct inca_ctrl_info *ci)
 	ci->dtypes = a->cfg.native ? 0xf : 1u << INCA_DTYPE_INT32;
 	ci->ops = 0x7;
 	ci->max_elems = a->cfg.max_elems;
-	ci->caps = INCA_CAP_BFP | INCA_CAP_SEQ_CHECK | (a->cfg.native ? INCA_CAP_NATIVE_FLOAT : 0);
+	ci->caps = INCA_CAP_BFP | INCA_CAP_SEQ_CHECK | (a->cfg.native ? INCA_CAP_NATIVE_FLOAT : 0) |
+		   (a->cfg.fixed_count ? INCA_CAP_FIXED_COUNT : 0);
 	ci->hb_ms = a->cfg.hb_ms ? a->cfg.hb_ms : 1000;
 	ci->evict_ms = a->cfg.evict_ms ? a->cfg.evict_ms : 60000;
 }
@@ -292,6 +295,10 @@ tagg_handle(struct tagg *a, const uint8_t *buf, size_t len, const struct sockadd
 		return; /* never answer a data message from a non-member */
 	if (a->was_full && a->members != a->job->full_mask) {
 		tagg_reply(a, &m, INCA_MSG_NACK, INCA_NACK_MEMBER_LOST, NULL, from);
+		return;
+	}
+	if (a->cfg.fixed_count && m.count != a->cfg.max_elems) {
+		atomic_fetch_add(&a->short_contribs, 1);
 		return;
 	}
 	a->ncontrib++;
@@ -805,7 +812,7 @@ body_matrix(struct world *w, unsigned rank, struct inca_comm *c)
 }
 
 static void
-matrix_for(unsigned n, bool native)
+matrix_for(unsigned n, bool native, bool fixed_count)
 {
 	struct tagg_cfg cfg;
 	struct tagg *a;
@@ -814,6 +821,10 @@ matrix_for(unsigned n, bool native)
 
 	tagg_cfg_init(&cfg);
 	cfg.native = native;
+	if (fixed_count) {
+		cfg.fixed_count = true;
+		cfg.max_elems = 64;
+	}
 	a = tagg_start(&cfg);
 	world_init(&w, n, a, body_matrix);
 	world_run(&w);
@@ -824,25 +835,26 @@ matrix_for(unsigned n, bool native)
 		if (!native)
 			ck_assert_uint_gt(w.st[r].bfp_chunks, 0);
 	}
+	ck_assert_uint_eq(atomic_load(&a->short_contribs), 0);
 	tagg_stop(a);
 }
 
 /* Every dtype x op, sizes across chunk boundaries, in place and not. */
 START_TEST(test_matrix_2)
 {
-	matrix_for(2, true);
+	matrix_for(2, true, false);
 }
 END_TEST
 
 START_TEST(test_matrix_4)
 {
-	matrix_for(4, true);
+	matrix_for(4, true, false);
 }
 END_TEST
 
 START_TEST(test_matrix_8)
 {
-	matrix_for(8, true);
+	matrix_for(8, true, false);
 }
 END_TEST
 
@@ -850,7 +862,16 @@ END_TEST
  * data has few significant bits) and ordered int32 (min, max; exact). */
 START_TEST(test_matrix_int_only)
 {
-	matrix_for(4, false);
+	matrix_for(4, false, false);
+}
+END_TEST
+
+/* A switch's aggregator (int32 only, FIXED_COUNT, 64-element class) drops
+ * every CONTRIB of another count: sizes that are not multiples of 64, the
+ * one-element BFP exponent rounds, all padded, all exact. */
+START_TEST(test_matrix_fixed_count)
+{
+	matrix_for(4, false, true);
 }
 END_TEST
 
@@ -1615,6 +1636,7 @@ engine_suite(void)
 	TC("matrix_4_workers", test_matrix_4, 60);
 	TC("matrix_8_workers", test_matrix_8, 60);
 	TC("matrix_int32_only_aggregator", test_matrix_int_only, 60);
+	TC("matrix_fixed_count_aggregator", test_matrix_fixed_count, 60);
 	TCL("large_2_4_8_workers", test_large, 3, 120);
 	TC("requests_in_flight", test_inflight, 60);
 	TCL("broadcast_every_root", test_broadcast, 3, 60);

@@ -430,7 +430,7 @@ START_TEST(test_flags_caps)
 	};
 	static const struct named caps[] = {
 		{ "NATIVE_FLOAT", INCA_CAP_NATIVE_FLOAT }, { "BFP", INCA_CAP_BFP },
-		{ "SEQ_CHECK", INCA_CAP_SEQ_CHECK },
+		{ "SEQ_CHECK", INCA_CAP_SEQ_CHECK }, { "FIXED_COUNT", INCA_CAP_FIXED_COUNT },
 	};
 	unsigned long all = 0;
 	size_t i;

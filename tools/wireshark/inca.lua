@@ -89,8 +89,9 @@ local CAPS = {
 	{ "NATIVE_FLOAT", 0x0001 },
 	{ "BFP", 0x0002 },
 	{ "SEQ_CHECK", 0x0004 },
+	{ "FIXED_COUNT", 0x0008 },
 }
-local CAP_MASK = 0x0007
+local CAP_MASK = 0x000f
 
 -- The message checks of INCA_WIRE_ERRORS (from SHORT on; the frame checks
 -- before it are Ethernet, IPv4 and UDP's, which Wireshark dissects itself).

@@ -171,7 +171,8 @@ struct inca_hdr {
 #define INCA_CAP_NATIVE_FLOAT 0x0001 /**< aggregates fp32/fp16/bf16 natively */
 #define INCA_CAP_BFP 0x0002          /**< max of per-packet exponents */
 #define INCA_CAP_SEQ_CHECK 0x0004    /**< rejects stale chunks by seq */
-#define INCA_CAP_MASK 0x0007
+#define INCA_CAP_FIXED_COUNT 0x0008  /**< counts only data of exactly max_elems: pad */
+#define INCA_CAP_MASK 0x000f
 
 /**
  * Body of a control message: 32 bytes, network byte order.
