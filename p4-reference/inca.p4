@@ -184,8 +184,16 @@ control Ingress(inout inca_headers_t hdr,
 	}
 
 	/* The member check: the source must be the member's own address and port. */
-	action member_ok() {
+	/*
+	 * Packets per member: the control plane reads it for liveness (a
+	 * member streaming CONTRIBs sends no HEARTBEAT, and the CONTRIBs
+	 * never reach the CPU).
+	 */
+	Counter<bit<32>, bit<12>>(INCA_MAX_MEMBERS, CounterType_t.PACKETS) member_rx;
+
+	action member_ok(bit<12> idx) {
 		md.member_ok = 1;
+		member_rx.count(idx);
 	}
 
 	action member_unknown() {

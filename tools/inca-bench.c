@@ -445,6 +445,46 @@ cmp_i32(const void *a, const void *b)
 }
 
 /*
+ * The figures across ranks: red[0] and red[3] summed, red[1] the minimum,
+ * red[2] the maximum, it[] the maximum per iteration. Exchanged with one
+ * int32 SUM allreduce in which each rank fills its own block (an
+ * allgather), because a switch aggregates nothing but SUM.
+ */
+static int
+gather_figures(const struct bench *b, struct inca_comm *c, int32_t red[4], int32_t *it,
+	       unsigned iters)
+{
+	size_t per = 4 + (size_t)iters, n = b->o.size, r, k;
+	int32_t *all;
+	int ret;
+
+	all = calloc(n * per, sizeof(*all));
+	if (all == NULL)
+		return INCA_ENOMEM;
+	memcpy(all + b->o.rank * per, red, 4 * sizeof(*red));
+	memcpy(all + b->o.rank * per + 4, it, iters * sizeof(*it));
+	ret = inca_allreduce(c, INCA_IN_PLACE, all, n * per, INCA_DTYPE_INT32, INCA_OP_SUM);
+	if (ret == INCA_OK) {
+		red[0] = red[3] = 0;
+		red[1] = INT32_MAX;
+		red[2] = INT32_MIN;
+		memset(it, 0, iters * sizeof(*it));
+		for (r = 0; r < n; r++) {
+			const int32_t *v = all + r * per;
+
+			red[0] += v[0];
+			red[1] = v[1] < red[1] ? v[1] : red[1];
+			red[2] = v[2] > red[2] ? v[2] : red[2];
+			red[3] += v[3];
+			for (k = 0; k < iters; k++)
+				it[k] = v[4 + k] > it[k] ? v[4 + k] : it[k];
+		}
+	}
+	free(all);
+	return ret;
+}
+
+/*
  * Measure one message size of the current dtype and op; rank 0 prints the
  * row. Besides osu_allreduce's figures (mean over ranks of the mean, the
  * smallest minimum, the largest maximum), each iteration's time is taken as
@@ -521,13 +561,10 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 	red[1] = (int32_t)lround(t_min * 10);
 	red[2] = (int32_t)lround(t_max * 10);
 	red[3] = (int32_t)(bad > INT32_MAX ? INT32_MAX : bad);
-	static const unsigned red_op[4] = {INCA_OP_SUM, INCA_OP_MIN, INCA_OP_MAX, INCA_OP_SUM};
-
-	for (k = 0; k < 4 && ret == INCA_OK; k++)
-		ret = inca_allreduce(c, INCA_IN_PLACE, &red[k], 1, INCA_DTYPE_INT32, red_op[k]);
-	if (ret == INCA_OK)
-		ret = inca_allreduce(c, INCA_IN_PLACE, it, iters, INCA_DTYPE_INT32, INCA_OP_MAX);
+	ret = gather_figures(b, c, red, it, iters);
 	if (ret < 0) {
+		fprintf(stderr, "inca-bench: rank %u: exchanging the figures: %s\n", b->o.rank,
+			inca_strerror(ret));
 		free(it);
 		return ret;
 	}

@@ -142,7 +142,8 @@ def setup_job(p4, pre, desc):
                                                home_recirc_port=recirc_port(home))
     for m in members:
         p4.Ingress.member.add_with_member_ok(job=job, rank=m['rank'], ip=ip2int(m['ip']),
-                                            udp_port=m['udp_port'])
+                                            udp_port=m['udp_port'],
+                                            idx=desc.get('member_base', 0) + m['rank'])
         p4.Egress.member_addr.add_with_set_member(job=job, rank=m['rank'],
                                                  mac=mac2int(m['mac']), ip=ip2int(m['ip']),
                                                  udp_port=m['udp_port'])

@@ -64,7 +64,7 @@ def layout(pool_size, elems, pool_base, lane_base):
 
 
 def commands(job, token, members, agg_ip, agg_mac, pool_size, elems, pool_base=0,
-             lane_base=None, mgid=None, first_node=0, cpu_port=None):
+             lane_base=None, mgid=None, first_node=0, cpu_port=None, member_base=0):
     ranks = sorted(m['rank'] for m in members)
     if ranks != list(range(len(members))) or not 1 <= len(members) <= MAX_WORKERS:
         raise ValueError('members must be ranks 0..N-1 once each, N <= %d' % MAX_WORKERS)
@@ -83,8 +83,9 @@ def commands(job, token, members, agg_ip, agg_mac, pool_size, elems, pool_base=0
     out.append('table_add %s.job %s.job_ok %d 0x%08x => 0x%08x %d'
                % (ING, ING, job, token, (1 << len(members)) - 1, mgid))
     for m in sorted(members, key=lambda m: m['rank']):
-        out.append('table_add %s.member %s.member_ok %d %d %s %d =>'
-                   % (ING, ING, job, m['rank'], m['ip'], m['udp_port']))
+        out.append('table_add %s.member %s.member_ok %d %d %s %d => %d'
+                   % (ING, ING, job, m['rank'], m['ip'], m['udp_port'],
+                      member_base + m['rank']))
         out.append('table_add %s.member_addr %s.set_member %d %d => %s %s %d'
                    % (EGR, EGR, job, m['rank'], m['mac'], m['ip'], m['udp_port']))
     for slot, pool_index, lanes in layout(pool_size, elems, pool_base, lane_base):
@@ -120,6 +121,8 @@ def main():
     ap.add_argument('--pool-base', type=int, default=0, help='first slot entry of the job')
     ap.add_argument('--lane-base', type=int, help='first group entry (default from pool base)')
     ap.add_argument('--mgid', type=int, help='multicast group (default: the job id)')
+    ap.add_argument('--member-base', type=int, default=0,
+                    help='first index of the job\'s members in the member_rx counter')
     ap.add_argument('--first-node-handle', type=int, default=0,
                     help='handle simple_switch gives the first node created here')
     ap.add_argument('--cpu-port', type=int, help='port control messages are sent to')
@@ -151,7 +154,7 @@ def main():
     try:
         lines = commands(args.job, args.token, args.member, agg_ip, agg_mac, args.pool_size,
                          args.elems, args.pool_base, args.lane_base, args.mgid,
-                         args.first_node_handle, args.cpu_port)
+                         args.first_node_handle, args.cpu_port, args.member_base)
     except ValueError as e:
         ap.error(str(e))
     print('\n'.join(lines))

@@ -281,8 +281,12 @@ control IncaIngress(inout v1_headers_t hdr,
 		size = INCA_MAX_JOBS;
 	}
 
-	action member_ok() {
+	/* Packets per member, read by the control plane for liveness. */
+	counter(INCA_MAX_MEMBERS, CounterType.packets) member_rx;
+
+	action member_ok(bit<32> idx) {
 		meta.member_ok = 1;
+		member_rx.count(idx);
 	}
 
 	table member {

@@ -27,12 +27,14 @@ import argparse
 import importlib.util
 import json
 import os
-import signal
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+from nsrig import Rig, sh
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -46,11 +48,6 @@ def load(name, path):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-def sh(*cmd, check=True, **kw):
-    return subprocess.run(list(cmd), check=check, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, **kw)
 
 
 def io_main(args):
@@ -86,42 +83,39 @@ def io_main(args):
     return 2
 
 
-class Switch:
+class Switch(Rig):
     """simple_switch in its own namespace, with one veth pair."""
 
     def __init__(self, args, tag):
+        super().__init__()
         self.args = args
-        self.ns = 'p4v%d%s' % (os.getpid() % 100000, tag)
+        self.name = 'p4v%d%s' % (os.getpid() % 100000, tag)
+        self.tmp = tempfile.mkdtemp(prefix='inca-bmv2-')
         self.proc = None
-        self.log = None
 
-    def __enter__(self):
-        sh('ip', 'netns', 'add', self.ns)
-        ex = ('ip', 'netns', 'exec', self.ns)
-        sh(*ex, 'ip', 'link', 'add', 'sw1', 'type', 'veth', 'peer', 'name', 'wk1')
+    def setup(self):
+        self.ex = self.netns(self.name)
+        sh(*self.ex, 'ip', 'link', 'add', 'sw1', 'type', 'veth', 'peer', 'name', 'wk1')
         for i in ('sw1', 'wk1'):
-            sh(*ex, 'sysctl', '-qw', 'net.ipv6.conf.%s.disable_ipv6=1' % i)
-            sh(*ex, 'ip', 'link', 'set', i, 'up')
-        sh(*ex, 'ip', 'link', 'set', 'lo', 'up')
-        self.log = tempfile.NamedTemporaryFile(prefix='inca-bmv2-', suffix='.log',
-                                               delete=False)
-        self.proc = subprocess.Popen(
-            list(ex) + [self.args.simple_switch, '--device-id', '0', '--thrift-port', '9090',
-                        '-i', '%d@sw1' % SWITCH_PORT, self.args.json],
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        return self
+            sh(*self.ex, 'sysctl', '-qw', 'net.ipv6.conf.%s.disable_ipv6=1' % i)
+            sh(*self.ex, 'ip', 'link', 'set', i, 'up')
+        sh(*self.ex, 'ip', 'link', 'set', 'lo', 'up')
+        self.proc = self.start('simple_switch', self.ex + [
+            self.args.simple_switch, '--device-id', '0', '--thrift-port', '9090',
+            '--notifications-addr', 'ipc://%s/notifications.ipc' % self.tmp,
+            '-i', '%d@sw1' % SWITCH_PORT, self.args.json],
+            os.path.join(self.tmp, 'switch.log'))
 
     def cli(self, commands):
         """Feed commands to simple_switch_CLI; retried until the switch's
         thrift server answers (bounded)."""
-        ex = ['ip', 'netns', 'exec', self.ns, '/usr/bin/python3', self.args.cli,
-              '--thrift-port', '9090']
+        cmd = self.ex + ['/usr/bin/python3', self.args.cli, '--thrift-port', '9090']
         out = ''
         for _ in range(100):
             if self.proc.poll() is not None:
                 raise RuntimeError('simple_switch exited with %d: %s'
-                                   % (self.proc.returncode, self.tail()))
-            r = subprocess.run(ex, input='\n'.join(commands) + '\n', text=True,
+                                   % (self.proc.returncode, self.tail(self.proc)))
+            r = subprocess.run(cmd, input='\n'.join(commands) + '\n', text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             out = r.stdout
             if 'Could not connect' not in out and 'TTransportException' not in out:
@@ -136,32 +130,14 @@ class Switch:
         return out
 
     def io(self, p4in, captured):
-        r = subprocess.run(['ip', 'netns', 'exec', self.ns, '/usr/bin/python3',
-                            os.path.abspath(__file__), '--io-in', p4in, '--io-out', captured,
-                            '--iface', 'wk1', '--io-timeout', str(self.args.timeout)],
+        r = subprocess.run(self.ex + ['/usr/bin/python3', os.path.abspath(__file__),
+                                      '--io-in', p4in, '--io-out', captured, '--iface', 'wk1',
+                                      '--io-timeout', str(self.args.timeout)],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         return r.returncode, r.stdout.strip()
 
-    def tail(self):
-        try:
-            with open(self.log.name) as f:
-                return f.read()[-800:]
-        except OSError:
-            return ''
-
-    def __exit__(self, *exc):
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        sh('ip', 'netns', 'del', self.ns, check=False)
-        if self.log is not None:
-            self.log.close()
-            os.unlink(self.log.name)
-        return False
+    def cleanup(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def run_scenario(args, gen, rv, manifest, sc, tag):
@@ -177,7 +153,7 @@ def run_scenario(args, gen, rv, manifest, sc, tag):
         captured = os.path.join(tmp, 'captured.pcap')
         rc, out = sw.io(os.path.join(args.vectors, sc['files']['p4_in']), captured)
         if rc != 0:
-            return ['%s (switch log: %s)' % (out, sw.tail())]
+            return ['%s (switch log: %s)' % (out, sw.tail(sw.proc))]
         from scapy.all import rdpcap
         expected = rdpcap(os.path.join(args.vectors, sc['files']['p4_out']))
         return rv.compare(expected, rdpcap(captured), sc['ignore'])

@@ -1,0 +1,497 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The INCA authors
+"""The switch control plane for BMv2 simple_switch running inca_v1model.
+
+The data plane aggregates CONTRIBs; every other INCA message to the
+aggregator's address goes to the switch's CPU port, and so do ARP requests.
+This program sits on the other end of that port and does what incad's
+control plane does for static jobs (docs/protocol.md, "Job lifecycle"):
+
+- ARP for the aggregator's IPv4; HELLO -> CAPS (int32 SUM, BFP, FIXED_COUNT and
+  SEQ_CHECK, the job's payload class);
+- JOIN -> JOIN_ACK with the incarnation's session, after installing the
+  member (member and member_addr entries, a multicast node with RID = rank
+  in the job's group); a repeated JOIN from the same address gets the same
+  answer, one from another address JOB_FULL;
+- LEAVE -> LEAVE_ACK and a reset; HEARTBEAT -> HEARTBEAT_ACK, or NACK
+  MEMBER_LOST / EVICTED / NOT_MEMBER / UNKNOWN_JOB;
+- eviction: a member whose member_rx counter (its CONTRIBs, which never
+  reach the CPU) and control messages have been silent for evict_ms loses
+  its rank, and the job is reset;
+- a reset (LEAVE, eviction) starts a new incarnation: a new random session
+  replaces the job entry's token, the job's sets are zeroed, and every
+  member must JOIN again (its HEARTBEATs get MEMBER_LOST until then).
+
+It drives the switch through simple_switch's Thrift API (BMv2's own
+runtime_CLI module) and sends its answers into the CPU port, from where
+the switch's l2 table forwards them. Configuration (JSON):
+
+    {"aggregator": {"ip": "10.77.0.1", "mac": "02:00:00:00:aa:00"},
+     "cpu_port": 64, "hb_ms": 1000, "evict_ms": 5000,
+     "hosts": [{"mac": "02:00:00:00:bb:00", "port": 1}, ...],
+     "jobs": [{"id": 7, "token": 3221225473, "nworkers": 2, "pool_size": 64,
+               "window": 64, "elems": 64, "pool_base": 0, "member_base": 0}]}
+
+    bmv2_ctl.py --config ctl.json --iface cpu1 --thrift-port 9090 \\
+        --bmv2-python PREFIX/lib/python3.11/site-packages
+
+SIGTERM or SIGINT ends it. The Tofino form of the same program would drive
+bfrt_python (control/setup_job.py's tables) the same way; it is not written.
+"""
+
+import argparse
+import contextlib
+import io
+import json
+import logging
+import secrets
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+
+VERSION = 2
+INCA_PORT = 18766
+HDR = struct.Struct('!BBBBHHIHBbIIHHI')
+CTRL = struct.Struct('!BBHHHHHHHIIII')
+(CONTRIB, RESULT, HELLO, CAPS, JOIN, JOIN_ACK, LEAVE, LEAVE_ACK, HEARTBEAT,
+ HEARTBEAT_ACK, NACK) = range(1, 12)
+NACK_BAD_VERSION, NACK_UNKNOWN_JOB, NACK_NOT_MEMBER, NACK_BAD_TOKEN = 1, 2, 3, 4
+NACK_JOB_FULL, NACK_BAD_PARAMS, NACK_UNSUPPORTED_DTYPE, NACK_UNSUPPORTED_OP = 7, 8, 9, 10
+NACK_SHUTTING_DOWN, NACK_EVICTED, NACK_MEMBER_LOST = 12, 13, 14
+DTYPE_INT32, OP_SUM = 0, 0
+CAP_BFP, CAP_SEQ_CHECK, CAP_FIXED_COUNT = 0x2, 0x4, 0x8
+SWITCH_MAX_RANKS = 31
+ELEMS_STRIDE = {64: 2, 256: 8}
+ING, EGR = 'IncaIngress', 'IncaEgress'
+
+log = logging.getLogger('bmv2_ctl')
+
+
+def csum16(data):
+    if len(data) % 2:
+        data += b'\0'
+    s = sum(struct.unpack('!%dH' % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+
+
+def mac_bytes(mac):
+    return bytes.fromhex(mac.replace(':', ''))
+
+
+def mac_str(b):
+    return ':'.join('%02x' % x for x in b)
+
+
+def udp_frame(src_mac, dst_mac, src_ip, dst_ip, sport, dport, payload):
+    udp_len = 8 + len(payload)
+    ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + udp_len, 0, 0x4000, 64, 17, 0,
+                     src_ip, dst_ip)
+    ip = ip[:10] + struct.pack('!H', csum16(ip)) + ip[12:]
+    pseudo = src_ip + dst_ip + struct.pack('!BBH', 0, 17, udp_len)
+    udp = struct.pack('!HHHH', sport, dport, udp_len, 0) + payload
+    c = csum16(pseudo + udp) or 0xffff
+    udp = udp[:6] + struct.pack('!H', c) + udp[8:]
+    return dst_mac + src_mac + b'\x08\x00' + ip + udp
+
+
+class Switch:
+    """simple_switch through BMv2's runtime_CLI module, in this process."""
+
+    def __init__(self, bmv2_python, thrift_port):
+        if bmv2_python:
+            sys.path.insert(0, bmv2_python)
+        import runtime_CLI
+        import sswitch_CLI
+        pre = runtime_CLI.PreType.SimplePreLAG
+        services = runtime_CLI.RuntimeAPI.get_thrift_services(pre)
+        services.extend(sswitch_CLI.SimpleSwitchAPI.get_thrift_services())
+        with contextlib.redirect_stdout(io.StringIO()):
+            std, mc, ss = runtime_CLI.thrift_connect('127.0.0.1', thrift_port, services)
+            runtime_CLI.load_json_config(std, None)
+        self.api = sswitch_CLI.SimpleSwitchAPI(pre, std, mc, ss)
+        self.client = std
+
+    def cmd(self, line):
+        """One runtime_CLI command; its output, or RuntimeError."""
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.api.onecmd(line)
+        text = out.getvalue()
+        if 'Error' in text or 'Invalid' in text:
+            raise RuntimeError('%s: %s' % (line, text.strip()))
+        return text
+
+    def handle(self, line, word='handle'):
+        """Run a command that creates something; the handle it printed."""
+        text = self.cmd(line)
+        for tok in reversed(text.replace(',', ' ').split()):
+            if tok.isdigit():
+                return int(tok)
+        raise RuntimeError('%s: no %s in %r' % (line, word, text))
+
+    def register_write(self, name, index, value):
+        self.client.bm_register_write(0, name, index, value)
+
+    def counter(self, name, index):
+        return self.client.bm_counter_read(0, name, index).packets
+
+
+class Member:
+    def __init__(self, ip, udp_port, mac):
+        self.ip, self.udp_port, self.mac = ip, udp_port, mac
+        self.inc = 0            # incarnation it last joined
+        self.entries = []       # table handles: (table, handle)
+        self.node = None        # multicast node handle
+        self.rx = 0             # member_rx at the last look
+        self.seen = time.monotonic()
+
+
+class Job:
+    def __init__(self, conf):
+        self.id = conf['id']
+        self.token = conf['token']
+        self.nworkers = conf['nworkers']
+        self.pool_size = conf['pool_size']
+        self.window = min(conf.get('window', self.pool_size), self.pool_size)
+        self.elems = conf.get('elems', 64)
+        self.pool_base = conf.get('pool_base', 0)
+        self.lane_base = conf.get('lane_base', self.pool_base * ELEMS_STRIDE[self.elems])
+        self.member_base = conf.get('member_base', 0)
+        self.mgid = conf.get('mgid', self.id)
+        if not 1 <= self.nworkers <= SWITCH_MAX_RANKS:
+            raise ValueError('job %d: nworkers must be 1..%d' % (self.id, SWITCH_MAX_RANKS))
+        if self.elems not in ELEMS_STRIDE:
+            raise ValueError('job %d: elems must be 64 or 256' % self.id)
+        self.session = 0
+        self.prev = 0
+        self.inc = 0
+        self.job_entry = None
+        self.members = {}       # rank -> Member (admitted)
+        self.evicted = {}       # rank -> (ip, udp_port) evicted, not rejoined
+
+
+class Control:
+    def __init__(self, conf, sw, sock):
+        self.sw, self.sock = sw, sock
+        agg = conf['aggregator']
+        self.agg_ip = socket.inet_aton(agg['ip'])
+        self.agg_mac = mac_bytes(agg['mac'])
+        self.agg_port = agg.get('udp_port', INCA_PORT)
+        self.cpu_port = conf.get('cpu_port', 64)
+        self.hb_ms = conf.get('hb_ms', 1000)
+        self.evict_ms = max(1, conf.get('evict_ms', 5000))
+        self.hosts = {h['mac'].lower(): h['port'] for h in conf.get('hosts', [])}
+        self.jobs = {}
+        for jc in conf['jobs']:
+            j = Job(jc)
+            self.jobs[j.id] = j
+        self.setup()
+
+    # -- switch state --
+
+    def setup(self):
+        sw = self.sw
+        sw.cmd('table_set_default %s.aggregator %s.set_source %s %s %d'
+               % (EGR, EGR, mac_str(self.agg_mac), socket.inet_ntoa(self.agg_ip),
+                  self.agg_port))
+        sw.cmd('table_add %s.agg_addr NoAction %s =>' % (ING, socket.inet_ntoa(self.agg_ip)))
+        sw.cmd('table_set_default %s.cpu %s.to_cpu %d' % (ING, ING, self.cpu_port))
+        # ARP and anything else for the aggregator's MAC go to the CPU.
+        for mac in (mac_str(self.agg_mac), 'ff:ff:ff:ff:ff:ff'):
+            sw.cmd('table_add %s.l2 %s.l2_forward %s => %d' % (ING, ING, mac, self.cpu_port))
+        for mac, port in self.hosts.items():
+            sw.cmd('table_add %s.l2 %s.l2_forward %s => %d' % (ING, ING, mac, port))
+        for j in self.jobs.values():
+            for s in range(j.pool_size):
+                sw.cmd('table_add %s.slot_map %s.slot_entry %d %d %d => %d %d'
+                       % (ING, ING, j.id, s, j.elems, j.pool_base + s,
+                          j.lane_base + s * ELEMS_STRIDE[j.elems]))
+            sw.cmd('mc_mgrp_create %d' % j.mgid)
+            self.new_incarnation(j)
+            log.info('job %d: %d ranks, %d slots of %d elements, session 0x%08x',
+                     j.id, j.nworkers, j.pool_size, j.elems, j.session)
+
+    def zero_sets(self, j):
+        for s in range(j.pool_size):
+            for half in (0, 1):
+                i = 2 * (j.pool_base + s) + half
+                for reg in ('set_seq', 'set_bitmap', 'max_exp'):
+                    self.sw.register_write('%s.%s' % (ING, reg), i, 0)
+
+    def new_incarnation(self, j):
+        """Session n+1: the old one's CONTRIBs miss the job table, the sets
+        are zeroed (IDLE), every member must JOIN again."""
+        s = 0
+        while s in (0, j.token, j.session):
+            s = secrets.randbits(32)
+        if j.job_entry is not None:
+            self.sw.cmd('table_delete %s.job %d' % (ING, j.job_entry))
+        self.zero_sets(j)
+        j.prev, j.session, j.inc = j.session, s, j.inc + 1
+        j.job_entry = self.sw.handle('table_add %s.job %s.job_ok %d 0x%08x => 0x%08x %d'
+                                     % (ING, ING, j.id, s, (1 << j.nworkers) - 1, j.mgid))
+
+    def admit(self, j, rank, m, port):
+        sw = self.sw
+        ip = socket.inet_ntoa(m.ip)
+        m.entries.append(('member', sw.handle(
+            'table_add %s.member %s.member_ok %d %d %s %d => %d'
+            % (ING, ING, j.id, rank, ip, m.udp_port, j.member_base + rank))))
+        m.entries.append(('member_addr', sw.handle(
+            'table_add %s.member_addr %s.set_member %d %d => %s %s %d'
+            % (EGR, EGR, j.id, rank, mac_str(m.mac), ip, m.udp_port))))
+        m.node = sw.handle('mc_node_create %d %d' % (rank, port))
+        sw.cmd('mc_node_associate %d %d' % (j.mgid, m.node))
+        m.rx = sw.counter('%s.member_rx' % ING, j.member_base + rank)
+
+    def remove(self, j, rank):
+        m = j.members.pop(rank)
+        for table, h in m.entries:
+            ctl = EGR if table == 'member_addr' else ING
+            self.sw.cmd('table_delete %s.%s %d' % (ctl, table, h))
+        if m.node is not None:
+            self.sw.cmd('mc_node_dissociate %d %d' % (j.mgid, m.node))
+            self.sw.cmd('mc_node_destroy %d' % m.node)
+        return m
+
+    def reset(self, j, why):
+        if any(m.inc == j.inc for m in j.members.values()):
+            self.new_incarnation(j)
+            log.info('job %d: %s; new incarnation, session 0x%08x', j.id, why, j.session)
+
+    # -- messages --
+
+    def send(self, dst_mac, dst_ip, dport, payload):
+        self.sock.send(udp_frame(self.agg_mac, dst_mac, self.agg_ip, dst_ip,
+                                 self.agg_port, dport, payload))
+
+    def reply(self, src, h, mtype, reason=0, body=b''):
+        """Answer message h from src = (mac, ip, port): the header echoed,
+        with type and reason; a NACK zeroes dtype, op, exp, count, bitmap."""
+        f = list(h)
+        f[1] = mtype
+        f[13] = reason
+        if mtype == NACK:
+            f[2] = f[3] = f[9] = f[12] = f[14] = 0
+        self.send(src[0], src[1], src[2], HDR.pack(*f) + body)
+
+    def caps_body(self, j=None, session=0):
+        e = j.elems if j else max([x.elems for x in self.jobs.values()] or [64])
+        pool = j.pool_size if j else 0
+        win = j.window if j else 0
+        return CTRL.pack(VERSION, VERSION, 1 << DTYPE_INT32, 1 << OP_SUM, e,
+                         j.nworkers if j else 0, pool, win,
+                         CAP_BFP | CAP_SEQ_CHECK | CAP_FIXED_COUNT,
+                         self.hb_ms, self.evict_ms, j.pool_base if j else 0, session)
+
+    def on_frame(self, data):
+        if len(data) < 14:
+            return
+        etype = struct.unpack('!H', data[12:14])[0]
+        if etype == 0x0806:
+            self.on_arp(data)
+            return
+        if etype != 0x0800 or len(data) < 42 or data[14] != 0x45 or data[23] != 17:
+            return
+        src_ip, dst_ip = data[26:30], data[30:34]
+        sport, dport = struct.unpack('!HH', data[34:38])
+        if dst_ip != self.agg_ip or dport != self.agg_port or len(data) < 42 + HDR.size:
+            return
+        h = HDR.unpack(data[42:42 + HDR.size])
+        body = data[42 + HDR.size:42 + HDR.size + CTRL.size]
+        src = (data[6:12], src_ip, sport)
+        if h[1] == HELLO:
+            self.reply(src, h, CAPS, body=self.caps_body())
+            return
+        if h[0] != VERSION:
+            if h[1] in (JOIN, LEAVE, HEARTBEAT):
+                self.reply(src, h, NACK, NACK_BAD_VERSION, self.caps_body())
+            return
+        handler = {JOIN: self.on_join, LEAVE: self.on_leave,
+                   HEARTBEAT: self.on_heartbeat}.get(h[1])
+        if handler is None:
+            return
+        j = self.jobs.get(h[4])
+        if j is None:
+            # A LEAVE of a job that does not exist is done already.
+            if h[1] == LEAVE:
+                self.reply(src, h, LEAVE_ACK)
+            else:
+                self.reply(src, h, NACK, NACK_UNKNOWN_JOB)
+            return
+        handler(src, h, body, j)
+
+    def on_arp(self, data):
+        if len(data) < 42 or data[20:22] != b'\x00\x01' or data[38:42] != self.agg_ip:
+            return
+        sha, spa = data[22:28], data[28:32]
+        arp = (b'\x00\x01\x08\x00\x06\x04\x00\x02' + self.agg_mac + self.agg_ip + sha + spa)
+        self.sock.send(sha + self.agg_mac + b'\x08\x06' + arp + b'\0' * 18)
+
+    def member_of(self, j, rank, src):
+        m = j.members.get(rank)
+        return m if m is not None and (m.ip, m.udp_port) == (src[1], src[2]) else None
+
+    def on_join(self, src, h, body, j):
+        job, rank, token = h[4], h[5], h[6]
+        if token != j.token:
+            self.reply(src, h, NACK, NACK_BAD_TOKEN)
+            return
+        if len(body) < CTRL.size:
+            self.reply(src, h, NACK, NACK_BAD_PARAMS)
+            return
+        c = CTRL.unpack(body)
+        ver_min, ver_max, dtypes, ops, max_elems, nworkers = c[:6]
+        if ver_min > VERSION or ver_max < VERSION:
+            self.reply(src, h, NACK, NACK_BAD_VERSION, self.caps_body())
+            return
+        if nworkers != j.nworkers or rank >= j.nworkers:
+            self.reply(src, h, NACK, NACK_BAD_PARAMS)
+            return
+        if (dtypes or 1 << h[2]) & ~(1 << DTYPE_INT32):
+            self.reply(src, h, NACK, NACK_UNSUPPORTED_DTYPE)
+            return
+        if (ops or 1 << h[3]) & ~(1 << OP_SUM):
+            self.reply(src, h, NACK, NACK_UNSUPPORTED_OP)
+            return
+        if max_elems and max_elems < j.elems:
+            # The switch adds exactly its payload class.
+            self.reply(src, h, NACK, NACK_BAD_PARAMS)
+            return
+        port = self.hosts.get(mac_str(src[0]))
+        if port is None:
+            log.warning('job %d rank %d: JOIN from %s, a MAC not in "hosts"', job, rank,
+                        mac_str(src[0]))
+            self.reply(src, h, NACK, NACK_NOT_MEMBER)
+            return
+        m = j.members.get(rank)
+        if m is not None and (m.ip, m.udp_port) != (src[1], src[2]):
+            self.reply(src, h, NACK, NACK_JOB_FULL)
+            return
+        if m is None:
+            m = Member(src[1], src[2], src[0])
+            try:
+                self.admit(j, rank, m, port)
+            except RuntimeError as e:
+                log.error('job %d rank %d: %s', job, rank, e)
+                j.members[rank] = m
+                self.remove(j, rank)
+                self.reply(src, h, NACK, NACK_BAD_PARAMS)
+                return
+            j.members[rank] = m
+            j.evicted.pop(rank, None)
+            log.info('job %d: rank %d joined from %s:%d (port %d)', job, rank,
+                     socket.inet_ntoa(src[1]), src[2], port)
+        m.inc = j.inc
+        m.seen = time.monotonic()
+        self.reply(src, h, JOIN_ACK, body=self.caps_body(j, j.session))
+
+    def on_leave(self, src, h, body, j):
+        job, rank, token = h[4], h[5], h[6]
+        m = self.member_of(j, rank, src)
+        if m is None or token not in (j.session, j.prev):
+            return      # forged or stray: no answer
+        if token == j.session or m.inc != j.inc:
+            self.remove(j, rank)
+            log.info('job %d: rank %d left', job, rank)
+            self.reset(j, 'rank %d left' % rank)
+        self.reply(src, h, LEAVE_ACK)
+
+    def on_heartbeat(self, src, h, body, j):
+        rank, token = h[5], h[6]
+        m = self.member_of(j, rank, src)
+        if m is None:
+            if j.evicted.get(rank) == (src[1], src[2]) and token in (j.session, j.prev):
+                self.reply(src, h, NACK, NACK_EVICTED)
+            return
+        if token == j.session and m.inc == j.inc:
+            m.seen = time.monotonic()
+            self.reply(src, h, HEARTBEAT_ACK)
+        elif token in (j.session, j.prev):
+            self.reply(src, h, NACK, NACK_MEMBER_LOST)
+
+    # -- liveness --
+
+    def check_liveness(self):
+        now = time.monotonic()
+        for j in self.jobs.values():
+            gone = []
+            for rank, m in j.members.items():
+                rx = self.sw.counter('%s.member_rx' % ING, j.member_base + rank)
+                if rx != m.rx:
+                    m.rx, m.seen = rx, now
+                elif (now - m.seen) * 1000 > self.evict_ms:
+                    gone.append(rank)
+            for rank in gone:
+                m = self.remove(j, rank)
+                j.evicted[rank] = (m.ip, m.udp_port)
+                log.info('job %d: rank %d evicted (silent %d ms)', j.id, rank,
+                         self.evict_ms)
+            if gone:
+                self.reset(j, 'rank(s) %s evicted' % gone)
+
+    def run(self, stop):
+        period = max(0.01, min(self.hb_ms, self.evict_ms) / 2000.0)
+        next_check = time.monotonic() + period
+        while not stop:
+            r, _, _ = select.select([self.sock], [], [], period)
+            if r:
+                data, addr = self.sock.recvfrom(65536)
+                if addr[2] != socket.PACKET_OUTGOING:
+                    self.on_frame(data)
+            if time.monotonic() >= next_check:
+                self.check_liveness()
+                next_check = time.monotonic() + period
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog='\n'.join(__doc__.splitlines()[2:]))
+    ap.add_argument('--config', required=True, help='JSON configuration (see above)')
+    ap.add_argument('--iface', required=True, help='interface on the switch\'s CPU port')
+    ap.add_argument('--thrift-port', type=int, default=9090)
+    ap.add_argument('--bmv2-python', help='site-packages directory with runtime_CLI.py')
+    ap.add_argument('--connect-timeout', type=float, default=30,
+                    help='seconds to wait for the switch\'s Thrift server')
+    ap.add_argument('-v', '--verbose', action='store_true')
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format='bmv2_ctl: %(message)s')
+    with open(args.config) as f:
+        conf = json.load(f)
+
+    deadline = time.monotonic() + args.connect_timeout
+    while True:
+        try:
+            sw = Switch(args.bmv2_python, args.thrift_port)
+            break
+        except (Exception, SystemExit) as e:  # runtime_CLI exits when it cannot connect
+            if time.monotonic() > deadline:
+                log.error('no switch on thrift port %d: %s', args.thrift_port, e)
+                return 1
+            time.sleep(0.2)
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+    sock.bind((args.iface, 0))
+    try:
+        ctl = Control(conf, sw, sock)
+    except (ValueError, RuntimeError, KeyError) as e:
+        log.error('configuration: %s', e)
+        return 1
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+    signal.signal(signal.SIGINT, lambda *a: stop.append(1))
+    log.info('ready on %s', args.iface)
+    ctl.run(stop)
+    log.info('stopped')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,249 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 The INCA authors
+"""libinca workers allreduce through BMv2 running p4-reference, with the
+switch control plane (p4-reference/control/bmv2_ctl.py) answering their
+JOINs.
+
+A switch namespace holds simple_switch (one port per worker, port 64 to
+the CPU) and bmv2_ctl.py on the CPU port's peer; each worker namespace
+holds one veth to the switch and runs inca-bench (int32 SUM, sizes that are
+and are not multiples of the 64-element class, results verified by every
+rank, no fallback configured: a result can only come from the switch).
+Checks: every rank exits 0 with every row verified and no fallback call;
+the switch counted CONTRIBs of every member (member_rx) and consumed some
+(drop reason CONSUMED); then a worker LEAVEs (inca-bench exits) and joins
+again under a new session for a second verified run.
+
+    bmv2_rack.py --json inca_v1model.json --simple-switch PATH --cli PATH \\
+        --bench build/tools/inca-bench [--workers 2]
+
+Needs root. Namespaces, interfaces and processes go however the run ends.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from nsrig import Rig, sh
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CTL = os.path.join(ROOT, 'p4-reference', 'control', 'bmv2_ctl.py')
+AGG_IP, AGG_MAC = '10.78.0.1', '02:00:00:00:aa:01'
+JOB, TOKEN = 7, 0x494E4341
+CPU_PORT = 64
+DROP_CONSUMED = 9          # INCA_DROP_CONSUMED of headers.p4
+EVICT_MS = 3000
+
+
+class Rack(Rig):
+    def __init__(self, args):
+        super().__init__()
+        self.args = args
+        tag = 'p4r%d' % (os.getpid() % 100000)
+        self.sw_ns = tag + 's'
+        self.wk_ns = ['%sw%d' % (tag, i) for i in range(args.workers)]
+        self.tmp = tempfile.mkdtemp(prefix='inca-bmv2-rack-')
+
+    def ex(self, ns):
+        return ['ip', 'netns', 'exec', ns]
+
+    def setup(self):
+        sw = self.netns(self.sw_ns)
+        sh(*sw, 'ip', 'link', 'set', 'lo', 'up')
+        sh(*sw, 'ip', 'link', 'add', 'cpu0', 'type', 'veth', 'peer', 'name', 'cpu1')
+        ports = ['-i', '%d@cpu0' % CPU_PORT]
+        for i, ns in enumerate(self.wk_ns):
+            self.netns(ns)
+            sh(*sw, 'ip', 'link', 'add', 'swp%d' % (i + 1), 'type', 'veth', 'peer', 'name',
+               'eth0', 'netns', ns)
+            ports += ['-i', '%d@swp%d' % (i + 1, i + 1)]
+            w = self.ex(ns)
+            sh(*w, 'sysctl', '-qw', 'net.ipv6.conf.all.disable_ipv6=1')
+            sh(*w, 'ip', 'link', 'set', 'eth0', 'address', self.mac(i))
+            sh(*w, 'ip', 'addr', 'add', '10.78.0.%d/24' % (10 + i), 'dev', 'eth0')
+            sh(*w, 'ip', 'link', 'set', 'eth0', 'up')
+            sh(*w, 'ip', 'link', 'set', 'lo', 'up')
+        sh(*sw, 'sysctl', '-qw', 'net.ipv6.conf.all.disable_ipv6=1')
+        for i in ['cpu0', 'cpu1'] + ['swp%d' % (i + 1) for i in range(len(self.wk_ns))]:
+            sh(*sw, 'ip', 'link', 'set', i, 'up')
+        self.switch = self.start('switch', sw + [self.args.simple_switch, '--device-id', '0',
+                                   '--thrift-port', '9090', '--notifications-addr',
+                                   'ipc://%s/notifications.ipc' % self.tmp]
+                   + ports + [self.args.json], os.path.join(self.tmp, 'switch.log'))
+        conf = {'aggregator': {'ip': AGG_IP, 'mac': AGG_MAC}, 'cpu_port': CPU_PORT,
+                'hb_ms': 500, 'evict_ms': EVICT_MS,
+                'hosts': [{'mac': self.mac(i), 'port': i + 1} for i in range(len(self.wk_ns))],
+                'jobs': [{'id': JOB, 'token': TOKEN, 'nworkers': len(self.wk_ns),
+                          'pool_size': 32, 'window': 32, 'elems': 64}]}
+        path = os.path.join(self.tmp, 'ctl.json')
+        with open(path, 'w') as f:
+            json.dump(conf, f)
+        self.ctl = self.start('bmv2_ctl', sw + ['/usr/bin/python3', CTL, '--config', path,
+                                                '--iface', 'cpu1', '--bmv2-python',
+                                                self.bmv2_python()],
+                              os.path.join(self.tmp, 'bmv2_ctl.log'))
+        self.wait_ready()
+
+    @staticmethod
+    def mac(i):
+        return '02:00:00:00:cc:%02x' % i
+
+    def bmv2_python(self):
+        """Where simple_switch_CLI finds runtime_CLI (its sys.path line)."""
+        with open(self.args.cli) as f:
+            for line in f:
+                if 'sys.path.append' in line:
+                    return line.split('"')[1]
+        return ''
+
+    def wait_ready(self):
+        for _ in range(300):
+            for p in self.procs:
+                if p.poll() is not None:
+                    raise RuntimeError('%s exited with %d: %s'
+                                       % (p.name, p.returncode, self.tail(p)))
+            if 'ready on' in self.tail(self.ctl, 100000):
+                return
+            time.sleep(0.1)
+        raise RuntimeError('bmv2_ctl not ready: %s' % self.tail(self.ctl))
+
+    def bench(self, sizes, iters=3, kill=None):
+        """One inca-bench per worker; (rc, json of rank 0, outputs).
+        kill: (rank, seconds): SIGKILL that rank's process after that long."""
+        ps = []
+        for i, ns in enumerate(self.wk_ns):
+            cmd = self.ex(ns) + [self.args.bench, '-a', AGG_IP, '-j', str(JOB), '-r', str(i),
+                                 '-n', str(len(self.wk_ns)), '-t', '0x%x' % TOKEN,
+                                 '-d', 'int32', '-o', 'sum', '-s', sizes, '-i', str(iters),
+                                 '-x', '1', '-T', '200', '-G', '20000', '--verify-each',
+                                 '--json']
+            if os.environ.get('INCA_RACK_VERBOSE'):
+                cmd.append('-v')
+            ps.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       text=True))
+        if kill is not None:
+            time.sleep(kill[1])
+            ps[kill[0]].kill()
+        outs, rcs = [], []
+        for p in ps:
+            try:
+                out, _ = p.communicate(timeout=self.args.timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, _ = p.communicate()
+                out += '\n(killed after %d s)' % self.args.timeout
+            outs.append(out)
+            rcs.append(p.returncode)
+        report = None
+        for line in outs[0].splitlines():
+            if line.startswith('{"tool"'):
+                report = json.loads(line)
+        return rcs, report, outs
+
+    def counter(self, name, index):
+        r = subprocess.run(self.ex(self.sw_ns) + ['/usr/bin/python3', self.args.cli,
+                                                  '--thrift-port', '9090'],
+                           input='counter_read %s %d\n' % (name, index), text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        for line in r.stdout.splitlines():
+            if '%s[%d]' % (name, index) in line and 'packets' in line:
+                return int(line.split(',')[1].split()[0])
+        raise RuntimeError('counter_read %s %d: %s' % (name, index, r.stdout[-300:]))
+
+    def cleanup(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def check_run(rack, what, sizes, fails):
+    rcs, report, outs = rack.bench(sizes)
+    for i, (rc, out) in enumerate(zip(rcs, outs)):
+        if rc != 0:
+            fails.append('%s: rank %d exited %s: %s' % (what, i, rc, out[-800:]))
+    if report is None:
+        fails.append('%s: rank 0 printed no report: %s' % (what, outs[0][-800:]))
+        return
+    rows = report['results']
+    bad = [r for r in rows if r['errors']]
+    if bad:
+        fails.append('%s: rows with wrong results: %s' % (what, bad))
+    if len(rows) != len(sizes.split(',')):
+        fails.append('%s: %d rows for %d sizes' % (what, len(rows), len(sizes.split(','))))
+    st = report['stats']
+    if st['fallback_calls'] or st['recoveries'] or not st['chunks']:
+        fails.append('%s: not all through the switch: %s' % (what, st))
+    print('%s: %d sizes verified by %d ranks, %d chunks, %d retransmits, %d replays'
+          % (what, len(rows), len(rcs), st['chunks'], st['retransmits'], st['replays']))
+    for r in rows:
+        print('  %8d bytes  median %9.1f us' % (r['bytes'], r['median_us']))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--json', required=True)
+    ap.add_argument('--simple-switch', required=True)
+    ap.add_argument('--cli', required=True)
+    ap.add_argument('--bench', required=True)
+    ap.add_argument('--workers', type=int, default=2)
+    ap.add_argument('--timeout', type=int, default=240, help='seconds per inca-bench run')
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print('bmv2_rack.py needs root')
+        return 1
+    fails = []
+    # 1000 bytes = 250 elements: padded to the 64-element class.
+    sizes = '256,1000,4096,65536'
+    try:
+        with Rack(args) as rack:
+            check_run(rack, 'first run', sizes, fails)
+            for i in range(args.workers):
+                rx = rack.counter('IncaIngress.member_rx', i)
+                if rx == 0:
+                    fails.append('member_rx[%d] is 0: rank %d sent nothing the switch saw'
+                                 % (i, i))
+            consumed = rack.counter('IncaIngress.drops', DROP_CONSUMED)
+            if consumed == 0:
+                fails.append('the switch consumed no contribution')
+            print('switch: %d contributions consumed, member_rx %s' % (
+                consumed, [rack.counter('IncaIngress.member_rx', i)
+                           for i in range(args.workers)]))
+            # The first run's workers LEFT when they exited: the job was
+            # reset, and the same workers join its new incarnation.
+            check_run(rack, 'after LEAVE and rejoin', '4096,12344', fails)
+            log = rack.tail(rack.ctl, 100000)
+            if 'new incarnation' not in log:
+                fails.append('bmv2_ctl started no new incarnation after the LEAVEs: %s'
+                             % log[-800:])
+            # The last rank dies without a LEAVE mid-run: the control plane
+            # evicts it after evict_ms (its member_rx stops moving), and the
+            # others' collective ends with an error (no fallback here)
+            # instead of waiting for ever.
+            last = args.workers - 1
+            rcs, _, outs = rack.bench('65536', iters=200, kill=(last, 2))
+            if rcs[0] == 0:
+                fails.append('rank 0 finished although rank %d was killed: %s'
+                             % (last, outs[0][-500:]))
+            if 'killed after' in outs[0]:
+                fails.append('rank 0 did not end by itself: %s' % outs[0][-500:])
+            log = rack.tail(rack.ctl, 100000)
+            if 'rank %d evicted' % last not in log:
+                fails.append('bmv2_ctl did not evict rank %d: %s' % (last, log[-800:]))
+            err = [ln for ln in outs[0].splitlines() if ln.startswith('inca-bench:')]
+            print('killed rank %d: evicted by the control plane; rank 0: %s'
+                  % (last, err[0] if err else '-'))
+    except (RuntimeError, subprocess.CalledProcessError) as e:
+        fails.append(str(e) + (' ' + e.stdout if getattr(e, 'stdout', None) else ''))
+    for f in fails:
+        print('FAIL: ' + f)
+    print('%d passed, %d failed' % (0 if fails else 1, 1 if fails else 0))
+    return 1 if fails else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
