@@ -105,7 +105,7 @@ spec_msg_check(const uint8_t *b, size_t len, unsigned max_elems)
 
 		if (c[0] > c[1] || nworkers > 32 || (type == 5 /* JOIN */ && nworkers == 0) ||
 		    (window != 0 && pool != 0 && window > pool) || be16(c + 6) > 4096 ||
-		    (be16(c + 14) & ~0x7u) != 0)
+		    (be16(c + 14) & ~0xfu) != 0) /* caps: NATIVE_FLOAT BFP SEQ_CHECK FIXED_COUNT */
 			return INCA_WIRE_CTRL_FIELD;
 	}
 	if ((flags & 0x08) && dtype != 0)

@@ -484,10 +484,16 @@ def case_worker_leaves():
         before = t.incads['sp'].job()['incarnation']
         run = t.run(['--iters', '2'])
         run.check_exact(10, on_aggregator=True)
-        la = t.incads['la'].job()
-        check(t.incads['sp'].job()['incarnation'] > before and la['parent_joins'] >= 2,
-              'spine incarnation %s -> %s, leaf a joins %s: the leaves did not rejoin',
-              before, t.incads['sp'].job()['incarnation'], la['parent_joins'])
+        # The leaves LEAVE the spine when their workers have left, which
+        # the runs do not wait for: look until it shows (bounded).
+        end = time.monotonic() + 30
+        while True:
+            sp, la = t.incads['sp'].job(), t.incads['la'].job()
+            if sp['incarnation'] > before and la['parent_joins'] >= 2:
+                break
+            check(time.monotonic() < end, 'spine incarnation %s -> %s, leaf a joins %s: the '
+                  'leaves did not rejoin', before, sp['incarnation'], la['parent_joins'])
+            time.sleep(0.1)
 
 
 def case_spine_restarts():
