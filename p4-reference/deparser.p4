@@ -17,6 +17,7 @@ control IngressDeparser(packet_out pkt,
 	apply {
 		pkt.emit(hdr.bridge);
 		pkt.emit(hdr.ethernet);
+		pkt.emit(hdr.vlan);
 		pkt.emit(hdr.ipv4);
 		pkt.emit(hdr.udp);
 		pkt.emit(hdr.inca);
@@ -50,6 +51,7 @@ control EgressDeparser(packet_out pkt,
 		}
 		/* The bridge is not emitted: it never leaves the switch. */
 		pkt.emit(hdr.ethernet);
+		pkt.emit(hdr.vlan);
 		pkt.emit(hdr.ipv4);
 		pkt.emit(hdr.udp);
 		pkt.emit(hdr.inca);

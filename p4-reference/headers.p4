@@ -20,6 +20,9 @@ typedef bit<48> mac_addr_t;
 typedef bit<32> ipv4_addr_t;
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
+/* One 802.1Q tag is parsed (a tenant's VLAN, docs/protocol.md
+ * "Encapsulation"); 802.1ad (0x88a8) and any other tag are not INCA. */
+const bit<16> ETHERTYPE_VLAN = 0x8100;
 const bit<8> IP_PROTO_UDP = 17;
 
 /* ---- Wire constants (lib/include/inca/wire.h) ---- */
@@ -77,6 +80,13 @@ const bit<16> INCA_CAP_MASK = 0x000f;
 header ethernet_h {
 	mac_addr_t dst_addr;
 	mac_addr_t src_addr;
+	bit<16> ether_type;
+}
+
+header vlan_h {
+	bit<3> pcp;
+	bit<1> dei;
+	bit<12> vid;
 	bit<16> ether_type;
 }
 
@@ -234,6 +244,7 @@ header inca_bridge_h {
 struct inca_headers_t {
 	inca_bridge_h bridge;
 	ethernet_h ethernet;
+	vlan_h vlan;
 	ipv4_h ipv4;
 	udp_h udp;
 	inca_h inca;

@@ -56,11 +56,13 @@ struct inca_ig_md_t {
 	bit<16> exp_in;         /* biased exponents (exp + 128) */
 	bit<16> exp_out;
 	bit<8> lane_op;         /* INCA_LANE_* of this pass */
+	bit<12> vid;            /* the frame's 802.1Q VLAN, 0 untagged (parser) */
 }
 
 struct inca_eg_md_t {
 	bit<16> rank;           /* member a RESULT copy goes to */
 	bit<1> addr_ok;
+	bit<12> vid;            /* VLAN of the member a copy goes to, 0: none */
 	bool update_ipv4_csum;
 }
 
@@ -206,6 +208,7 @@ control Ingress(inout inca_headers_t hdr,
 			hdr.inca.rank : exact @name("rank");
 			hdr.ipv4.src_addr : exact @name("ip");
 			hdr.udp.src_port : exact @name("udp_port");
+			md.vid : exact @name("vlan");
 		}
 		actions = {
 			member_ok;
@@ -416,6 +419,12 @@ control Ingress(inout inca_headers_t hdr,
 				hdr.bridge.mgid = md.mgid;
 				hdr.bridge.rank = hdr.inca.rank;
 			}
+			/* The member matched on its VLAN; RESULTs get theirs in
+			 * egress, so later passes and egress parse no tag. */
+			if (md.reason == INCA_DROP_NONE && hdr.vlan.isValid()) {
+				hdr.ethernet.ether_type = hdr.vlan.ether_type;
+				hdr.vlan.setInvalid();
+			}
 		}
 
 		lane00.apply(hdr.data0.e00, hdr.data1.e00, md);
@@ -471,8 +480,9 @@ control Egress(inout inca_headers_t hdr,
 	Counter<bit<32>, bit<8>>(INCA_DROP_REASONS, CounterType_t.PACKETS) egress_drops;
 
 	/* Where a member gets its RESULTs: the address it contributes from. */
-	action set_member(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port) {
+	action set_member(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port, bit<12> vid) {
 		md.addr_ok = 1;
+		md.vid = vid;
 		hdr.ethernet.dst_addr = mac;
 		hdr.ipv4.dst_addr = ip;
 		hdr.udp.dst_port = udp_port;
@@ -530,6 +540,14 @@ control Egress(inout inca_headers_t hdr,
 				hdr.ipv4.ttl = 64;
 				hdr.udp.checksum = 0;
 				md.update_ipv4_csum = true;
+				if (md.vid != 0) {
+					hdr.vlan.setValid();
+					hdr.vlan.pcp = 0;
+					hdr.vlan.dei = 0;
+					hdr.vlan.vid = md.vid;
+					hdr.vlan.ether_type = ETHERTYPE_IPV4;
+					hdr.ethernet.ether_type = ETHERTYPE_VLAN;
+				}
 			}
 		}
 		hdr.bridge.setInvalid();

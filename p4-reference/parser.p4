@@ -43,6 +43,17 @@ parser IngressParser(packet_in pkt,
 		pkt.extract(hdr.ethernet);
 		transition select(hdr.ethernet.ether_type) {
 			ETHERTYPE_IPV4: parse_ipv4;
+			ETHERTYPE_VLAN: parse_vlan;
+			default: accept;
+		}
+	}
+
+	/* One 802.1Q tag; the first pass strips it once the member matched. */
+	state parse_vlan {
+		pkt.extract(hdr.vlan);
+		md.vid = hdr.vlan.vid;
+		transition select(hdr.vlan.ether_type) {
+			ETHERTYPE_IPV4: parse_ipv4;
 			default: accept;
 		}
 	}

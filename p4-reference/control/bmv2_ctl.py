@@ -70,6 +70,19 @@ ING, EGR = 'IncaIngress', 'IncaEgress'
 
 log = logging.getLogger('bmv2_ctl')
 
+SOL_PACKET, PACKET_AUXDATA, TP_STATUS_VLAN_VALID = 263, 8, 0x10
+AUXDATA = struct.Struct('IIIHHHH')   # struct tpacket_auxdata
+
+
+def vlan_of(anc):
+    """The VLAN id the kernel stripped from a received frame, or 0."""
+    for level, kind, raw in anc:
+        if level == SOL_PACKET and kind == PACKET_AUXDATA and len(raw) >= AUXDATA.size:
+            status, _, _, _, _, tci, _ = AUXDATA.unpack(raw[:AUXDATA.size])
+            if status & TP_STATUS_VLAN_VALID:
+                return tci & 0xfff
+    return 0
+
 
 def csum16(data):
     if len(data) % 2:
@@ -241,10 +254,10 @@ class Control:
         sw = self.sw
         ip = socket.inet_ntoa(m.ip)
         m.entries.append(('member', sw.handle(
-            'table_add %s.member %s.member_ok %d %d %s %d => %d'
+            'table_add %s.member %s.member_ok %d %d %s %d 0 => %d'
             % (ING, ING, j.id, rank, ip, m.udp_port, j.member_base + rank))))
         m.entries.append(('member_addr', sw.handle(
-            'table_add %s.member_addr %s.set_member %d %d => %s %s %d'
+            'table_add %s.member_addr %s.set_member %d %d => %s %s %d 0'
             % (EGR, EGR, j.id, rank, mac_str(m.mac), ip, m.udp_port))))
         m.node = sw.handle('mc_node_create %d %d' % (rank, port))
         sw.cmd('mc_node_associate %d %d' % (j.mgid, m.node))
@@ -442,9 +455,19 @@ class Control:
         while not stop:
             r, _, _ = select.select([self.sock], [], [], period)
             if r:
-                data, addr = self.sock.recvfrom(65536)
-                if addr[2] != socket.PACKET_OUTGOING:
-                    self.on_frame(data)
+                data, anc, _, addr = self.sock.recvmsg(65536, socket.CMSG_SPACE(AUXDATA.size))
+                if addr[2] == socket.PACKET_OUTGOING:
+                    continue
+                vid = vlan_of(anc)
+                if vid:
+                    # Tagged members need their VLAN in the member and
+                    # member_addr entries (gen_commands.py does that for
+                    # static set-ups); this control plane admits untagged
+                    # ones only, rather than a member whose data would
+                    # then miss the member table.
+                    log.warning('ignored a frame on VLAN %d: untagged members only', vid)
+                    continue
+                self.on_frame(data)
             if time.monotonic() >= next_check:
                 self.check_liveness()
                 next_check = time.monotonic() + period
@@ -479,6 +502,7 @@ def main():
             time.sleep(0.2)
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
     sock.bind((args.iface, 0))
+    sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
     try:
         ctl = Control(conf, sw, sock)
     except (ValueError, RuntimeError, KeyError) as e:

@@ -142,11 +142,12 @@ def setup_job(p4, pre, desc):
                                                home_recirc_port=recirc_port(home))
     for m in members:
         p4.Ingress.member.add_with_member_ok(job=job, rank=m['rank'], ip=ip2int(m['ip']),
-                                            udp_port=m['udp_port'],
+                                            udp_port=m['udp_port'], vlan=m.get('vlan', 0),
                                             idx=desc.get('member_base', 0) + m['rank'])
         p4.Egress.member_addr.add_with_set_member(job=job, rank=m['rank'],
                                                  mac=mac2int(m['mac']), ip=ip2int(m['ip']),
-                                                 udp_port=m['udp_port'])
+                                                 udp_port=m['udp_port'],
+                                                 vid=m.get('vlan', 0))
     state = p4.Ingress.bitmap.state
     max_exp = p4.Ingress.bitmap.max_exp
     for slot, pool_index, lane_base in slots:
@@ -179,7 +180,7 @@ def teardown_job(p4, pre, desc):
         p4.Ingress.job.delete(job=job, token=token, pipe=pipe)
     for m in desc['members']:
         p4.Ingress.member.delete(job=job, rank=m['rank'], ip=ip2int(m['ip']),
-                                 udp_port=m['udp_port'])
+                                 udp_port=m['udp_port'], vlan=m.get('vlan', 0))
         p4.Egress.member_addr.delete(job=job, rank=m['rank'])
     for slot in range(j['pool_size']):
         p4.Ingress.slot_map.delete(job=job, slot=slot, count=j['elems'])

@@ -16,7 +16,8 @@ slot range can be reused by a later job or incarnation.
         --member 1=10.77.1.11:40001,02:00:00:00:bb:01,2 \\
         --aggregator 10.77.0.1,02:00:00:00:aa:00 | simple_switch_CLI
 
-A member is RANK=IP[:UDP_PORT],MAC,SWITCH_PORT (UDP port default 18766).
+A member is RANK=IP[:UDP_PORT],MAC,SWITCH_PORT[,VLAN] (UDP port default
+18766; VLAN: its 802.1Q VLAN, default 0 = untagged).
 --manifest tests/vectors/vectors.json --scenario NAME takes everything from
 a conformance vector instead (keyed by the scenario's session token, what
 its CONTRIBs carry); --port P then puts every member on switch port P
@@ -41,12 +42,17 @@ EGR = 'IncaEgress'
 def parse_member(text):
     try:
         rank, rest = text.split('=', 1)
-        addr, mac, port = rest.split(',')
+        fields = rest.split(',')
+        if len(fields) not in (3, 4):
+            raise ValueError(text)
+        addr, mac, port = fields[:3]
         ip, _, udp = addr.partition(':')
         return {'rank': int(rank), 'ip': ip, 'udp_port': int(udp) if udp else INCA_UDP_PORT,
-                'mac': mac, 'switch_port': int(port)}
+                'mac': mac, 'switch_port': int(port),
+                'vlan': int(fields[3]) if len(fields) == 4 else 0}
     except ValueError:
-        raise argparse.ArgumentTypeError('member %r is not RANK=IP[:UDP],MAC,PORT' % text)
+        raise argparse.ArgumentTypeError('member %r is not RANK=IP[:UDP],MAC,PORT[,VLAN]'
+                                         % text)
 
 
 def layout(pool_size, elems, pool_base, lane_base):
@@ -83,11 +89,12 @@ def commands(job, token, members, agg_ip, agg_mac, pool_size, elems, pool_base=0
     out.append('table_add %s.job %s.job_ok %d 0x%08x => 0x%08x %d'
                % (ING, ING, job, token, (1 << len(members)) - 1, mgid))
     for m in sorted(members, key=lambda m: m['rank']):
-        out.append('table_add %s.member %s.member_ok %d %d %s %d => %d'
-                   % (ING, ING, job, m['rank'], m['ip'], m['udp_port'],
+        vid = m.get('vlan', 0)
+        out.append('table_add %s.member %s.member_ok %d %d %s %d %d => %d'
+                   % (ING, ING, job, m['rank'], m['ip'], m['udp_port'], vid,
                       member_base + m['rank']))
-        out.append('table_add %s.member_addr %s.set_member %d %d => %s %s %d'
-                   % (EGR, EGR, job, m['rank'], m['mac'], m['ip'], m['udp_port']))
+        out.append('table_add %s.member_addr %s.set_member %d %d => %s %s %d %d'
+                   % (EGR, EGR, job, m['rank'], m['mac'], m['ip'], m['udp_port'], vid))
     for slot, pool_index, lanes in layout(pool_size, elems, pool_base, lane_base):
         out.append('table_add %s.slot_map %s.slot_entry %d %d %d => %d %d'
                    % (ING, ING, job, slot, elems, pool_index, lanes))

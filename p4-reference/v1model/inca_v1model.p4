@@ -36,6 +36,7 @@ const bit<8> V1_LANE_READ = 5;
 
 struct v1_headers_t {
 	ethernet_h ethernet;
+	vlan_h vlan;
 	ipv4_h ipv4;
 	udp_h udp;
 	inca_h inca;
@@ -73,6 +74,7 @@ struct v1_md_t {
 	bit<1> is_replay;
 	bit<1> flood;
 	bit<9> in_port;
+	bit<12> vid;        /* ingress: the frame's VLAN; egress: the member's */
 }
 
 parser IncaParser(packet_in pkt,
@@ -90,6 +92,17 @@ parser IncaParser(packet_in pkt,
 	state parse_ethernet {
 		pkt.extract(hdr.ethernet);
 		transition select(hdr.ethernet.ether_type) {
+			ETHERTYPE_IPV4: parse_ipv4;
+			ETHERTYPE_VLAN: parse_vlan;
+			default: accept;
+		}
+	}
+
+	/* One 802.1Q tag (a tenant's VLAN); 802.1ad and others are not INCA. */
+	state parse_vlan {
+		pkt.extract(hdr.vlan);
+		meta.vid = hdr.vlan.vid;
+		transition select(hdr.vlan.ether_type) {
 			ETHERTYPE_IPV4: parse_ipv4;
 			default: accept;
 		}
@@ -295,6 +308,7 @@ control IncaIngress(inout v1_headers_t hdr,
 			hdr.inca.rank : exact;
 			hdr.ipv4.src_addr : exact;
 			hdr.udp.src_port : exact;
+			meta.vid : exact;
 		}
 		actions = {
 			member_ok;
@@ -510,7 +524,8 @@ control IncaEgress(inout v1_headers_t hdr,
 {
 	counter(INCA_DROP_REASONS, CounterType.packets) egress_drops;
 
-	action set_member(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port) {
+	action set_member(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port, bit<12> vid) {
+		meta.vid = vid;
 		hdr.ethernet.dst_addr = mac;
 		hdr.ipv4.dst_addr = ip;
 		hdr.udp.dst_port = udp_port;
@@ -556,6 +571,20 @@ control IncaEgress(inout v1_headers_t hdr,
 				hdr.ipv4.frag_offset = 0;
 				hdr.ipv4.ttl = 64;
 				hdr.udp.checksum = 0;
+				/* Each copy on its member's VLAN (0: untagged). */
+				if (meta.vid != 0) {
+					if (!hdr.vlan.isValid()) {
+						hdr.vlan.setValid();
+						hdr.vlan.ether_type = hdr.ethernet.ether_type;
+						hdr.ethernet.ether_type = ETHERTYPE_VLAN;
+					}
+					hdr.vlan.pcp = 0;
+					hdr.vlan.dei = 0;
+					hdr.vlan.vid = meta.vid;
+				} else if (hdr.vlan.isValid()) {
+					hdr.ethernet.ether_type = hdr.vlan.ether_type;
+					hdr.vlan.setInvalid();
+				}
 			} else {
 				mark_to_drop(sm);
 				egress_drops.count((bit<32>)INCA_DROP_NO_ROUTE);

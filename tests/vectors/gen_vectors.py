@@ -31,7 +31,7 @@ import struct
 import sys
 import tempfile
 
-from scapy.all import IP, UDP, Ether, Raw  # noqa: E402
+from scapy.all import IP, UDP, Dot1Q, Ether, Raw  # noqa: E402
 from scapy.utils import PcapWriter  # noqa: E402
 
 # ---- Wire format (docs/protocol.md, "Header" and "Control body") ----
@@ -74,7 +74,7 @@ def session_token(job, n, token, prev=0):
 def member(rank):
     return {'rank': rank, 'ip': '10.77.1.%d' % (10 + rank),
             'mac': '02:00:00:00:bb:%02x' % rank, 'udp_port': 40000 + rank,
-            'switch_port': 1 + rank}
+            'switch_port': 1 + rank, 'vlan': 0}
 
 
 def s32(v):
@@ -83,10 +83,12 @@ def s32(v):
     return v - (1 << 32) if v & 0x80000000 else v
 
 
-def frame(src_mac, dst_mac, src_ip, dst_ip, sport, dport, payload):
-    """Ethernet / IPv4 (TTL 64, DF, id 0) / UDP with checksums."""
-    return (Ether(src=src_mac, dst=dst_mac) /
-            IP(src=src_ip, dst=dst_ip, ttl=64, flags='DF', id=0) /
+def frame(src_mac, dst_mac, src_ip, dst_ip, sport, dport, payload, vlan=0):
+    """Ethernet [/ 802.1Q VLAN] / IPv4 (TTL 64, DF, id 0) / UDP with checksums."""
+    eth = Ether(src=src_mac, dst=dst_mac)
+    if vlan:
+        eth = eth / Dot1Q(vlan=vlan)
+    return (eth / IP(src=src_ip, dst=dst_ip, ttl=64, flags='DF', id=0) /
             UDP(sport=sport, dport=dport) / Raw(payload))
 
 
@@ -143,8 +145,8 @@ class Scenario:
         m, j = self.members[rank], self.job
         body = ctrl(dtypes=1 << INT32, ops=1 << SUM, nworkers=j['nworkers'])
         self.inputs.append((frame(m['mac'], AGG['mac'], m['ip'], AGG['ip'], m['udp_port'],
-                                  INCA_PORT, hdr(JOIN, j['id'], rank, j['token']) + body),
-                            False))
+                                  INCA_PORT, hdr(JOIN, j['id'], rank, j['token']) + body,
+                                  m['vlan']), False))
         # JOIN_ACK: the JOIN's header, the job's grants (pool_base is the
         # aggregator's business: informational, not compared).
         ack = ctrl(dtypes=1 << INT32, ops=1 << SUM, max_elems=j['max_elems'],
@@ -160,7 +162,7 @@ class Scenario:
                 src=None):
         """CONTRIB of chunk k from rank. counted: the aggregator must count
         it (False for copies the rules drop: duplicates, replays, forgeries).
-        src: (mac, ip, udp_port) to forge the source."""
+        src: (mac, ip, udp_port[, vlan]) to forge the source."""
         m, j = self.members[rank] if rank < len(self.members) else member(rank), self.job
         if values is None:
             values = self.values()
@@ -168,13 +170,14 @@ class Scenario:
             assert rank not in self.counted.setdefault(k, {}), 'counted twice'
             self.counted[k][rank] = (values, exp)
             self.flags.setdefault(k, (flags & (F_LAST | F_BFP)) | self.set_flag(k))
-        mac, ip, port = src or (m['mac'], m['ip'], m['udp_port'])
+        mac, ip, port, vlan = (tuple(src) + (0,))[:4] if src else (m['mac'], m['ip'],
+                                                                    m['udp_port'], m['vlan'])
         body = struct.pack('!%di' % len(values), *values)
         h = hdr(CONTRIB, j['id'], rank, j['session'] if token is None else token,
                 slot=self.slot(k), flags=flags | self.set_flag(k), exp=exp, seq=k,
                 offset=k * j['elems'], count=len(values))
         self.inputs.append((frame(mac, AGG['mac'], ip, AGG['ip'], port, INCA_PORT,
-                                  h + body), True))
+                                  h + body, vlan), True))
         return values
 
     # -- what the aggregator sends --
@@ -185,7 +188,7 @@ class Scenario:
         (where the Tofino subset differs from incad, docs/protocol.md)."""
         m = self.members[rank]
         self.outputs.append((frame(AGG['mac'], m['mac'], AGG['ip'], m['ip'], INCA_PORT,
-                                   m['udp_port'], payload), by in ('both', 'incad'),
+                                   m['udp_port'], payload, m['vlan']), by in ('both', 'incad'),
                              by in ('both', 'switch')))
 
     def result(self, k, to=None, replay=False, by='both'):
@@ -210,7 +213,8 @@ class Scenario:
         m, j = self.members[rank], self.job
         tok = j['session'] if token is None else token
         self.inputs.append((frame(m['mac'], AGG['mac'], m['ip'], AGG['ip'], m['udp_port'],
-                                  INCA_PORT, hdr(LEAVE, j['id'], rank, tok)), False))
+                                  INCA_PORT, hdr(LEAVE, j['id'], rank, tok), m['vlan']),
+                            False))
         self.expect_frame(rank, hdr(LEAVE_ACK, j['id'], rank, tok), 'incad')
 
     def nack(self, to, k, reason, token, flags=0, offset=None):
@@ -447,6 +451,27 @@ def late_reuse():
     return s
 
 
+def vlan_tagged():
+    s = Scenario('vlan_tagged', 'members on 802.1Q VLANs 10 and 20: every answer and RESULT '
+                 'goes back tagged on the member\'s VLAN; a member\'s address on another '
+                 'VLAN is not the member', tofino=True, nworkers=2, pool_size=4, window=4,
+                 elems=64)
+    s.members[0]['vlan'] = 10
+    s.members[1]['vlan'] = 20
+    s.join(0)
+    s.join(1)
+    s.contrib(0, 0)
+    s.contrib(1, 0)
+    s.result(0)
+    m0 = s.members[0]
+    # Rank 0's address, port and MAC, but on rank 1's VLAN: dropped.
+    s.contrib(0, 1, counted=False, src=(m0['mac'], m0['ip'], m0['udp_port'], 20))
+    s.contrib(1, 1)
+    s.contrib(0, 1)
+    s.result(1)
+    return s
+
+
 def stale_session():
     s = Scenario('stale_session', 'after a reset (a member left and all rejoined) the old '
                  'incarnation\'s CONTRIBs are answered MEMBER_LOST and never counted',
@@ -494,7 +519,8 @@ def mismatch():
 
 
 SCENARIOS = [join_static, sum2, sum4_bfp, sum2_large, replay, duplicate, wraparound,
-             non_member, bad_token, late_copy, late_reuse, stale_session, mismatch]
+             non_member, bad_token, late_copy, late_reuse, vlan_tagged, stale_session,
+             mismatch]
 
 
 def write_pcap(path, frames):

@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 
-from scapy.all import IP, UDP, Ether, rdpcap  # noqa: E402
+from scapy.all import IP, UDP, Dot1Q, Ether, rdpcap  # noqa: E402
 
 HDR = struct.Struct('!BBBBHHIHBbIIHHI')
 HDR_FIELDS = ('version', 'type', 'dtype', 'op', 'job', 'rank', 'token', 'slot', 'flags',
@@ -63,6 +63,9 @@ def describe(raw, ignore=()):
     f = []
     p = Ether(raw)
     f += [('eth.dst', p.dst), ('eth.src', p.src), ('eth.type', hex(p.type))]
+    if Dot1Q in p:
+        f += [('vlan.id', p[Dot1Q].vlan), ('vlan.prio', p[Dot1Q].prio),
+              ('vlan.type', hex(p[Dot1Q].type))]
     if IP not in p:
         return tuple(f + [('raw', raw.hex())])
     ip = p[IP]
