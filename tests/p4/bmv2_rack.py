@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright (c) 2026 The INCA authors
 """libinca workers allreduce through BMv2 running p4-reference, with the
-switch control plane (p4-reference/control/bmv2_ctl.py) answering their
+switch control plane (p4-reference/control/switch_ctl.py) answering their
 JOINs.
 
 A switch namespace holds simple_switch (one port per worker, port 64 to
-the CPU) and bmv2_ctl.py on the CPU port's peer; each worker namespace
+the CPU) and switch_ctl.py on the CPU port's peer; each worker namespace
 holds one veth to the switch and runs inca-bench (int32 SUM, sizes that are
 and are not multiples of the 64-element class, results verified by every
 rank, no fallback configured: a result can only come from the switch).
@@ -34,7 +34,7 @@ from nsrig import Rig, sh
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-CTL = os.path.join(ROOT, 'p4-reference', 'control', 'bmv2_ctl.py')
+CTL = os.path.join(ROOT, 'p4-reference', 'control', 'switch_ctl.py')
 AGG_IP, AGG_MAC = '10.78.0.1', '02:00:00:00:aa:01'
 JOB, TOKEN = 7, 0x494E4341
 CPU_PORT = 64
@@ -85,10 +85,10 @@ class Rack(Rig):
         path = os.path.join(self.tmp, 'ctl.json')
         with open(path, 'w') as f:
             json.dump(conf, f)
-        self.ctl = self.start('bmv2_ctl', sw + ['/usr/bin/python3', CTL, '--config', path,
+        self.ctl = self.start('switch_ctl', sw + ['/usr/bin/python3', CTL, '--config', path,
                                                 '--iface', 'cpu1', '--bmv2-python',
                                                 self.bmv2_python()],
-                              os.path.join(self.tmp, 'bmv2_ctl.log'))
+                              os.path.join(self.tmp, 'switch_ctl.log'))
         self.wait_ready()
 
     @staticmethod
@@ -112,7 +112,7 @@ class Rack(Rig):
             if 'ready on' in self.tail(self.ctl, 100000):
                 return
             time.sleep(0.1)
-        raise RuntimeError('bmv2_ctl not ready: %s' % self.tail(self.ctl))
+        raise RuntimeError('switch_ctl not ready: %s' % self.tail(self.ctl))
 
     def bench(self, sizes, iters=3, kill=None):
         """One inca-bench per worker; (rc, json of rank 0, outputs).
@@ -218,7 +218,7 @@ def main():
             check_run(rack, 'after LEAVE and rejoin', '4096,12344', fails)
             log = rack.tail(rack.ctl, 100000)
             if 'new incarnation' not in log:
-                fails.append('bmv2_ctl started no new incarnation after the LEAVEs: %s'
+                fails.append('switch_ctl started no new incarnation after the LEAVEs: %s'
                              % log[-800:])
             # The last rank dies without a LEAVE mid-run: the control plane
             # evicts it after evict_ms (its member_rx stops moving), and the
@@ -233,7 +233,7 @@ def main():
                 fails.append('rank 0 did not end by itself: %s' % outs[0][-500:])
             log = rack.tail(rack.ctl, 100000)
             if 'rank %d evicted' % last not in log:
-                fails.append('bmv2_ctl did not evict rank %d: %s' % (last, log[-800:]))
+                fails.append('switch_ctl did not evict rank %d: %s' % (last, log[-800:]))
             err = [ln for ln in outs[0].splitlines() if ln.startswith('inca-bench:')]
             print('killed rank %d: evicted by the control plane; rank 0: %s'
                   % (last, err[0] if err else '-'))

@@ -6,7 +6,9 @@
 No switch, SDE or BMv2 is needed: p4-reference/control/setup_job.py runs
 against a recording stand-in for bfshell's `bfrt` object, and
 p4-reference/v1model/gen_commands.py prints its simple_switch_CLI commands;
-every table, action, key, action parameter, register and register field they
+and control/switch_ctl.py's Tofino driver handles JOINs and a LEAVE against
+the same stand-in; every table, action, key, action parameter, register,
+register field and counter they
 name must exist in inca.p4 / inca_v1model.p4 with the right arity, and the
 entries must describe the job (one member entry per rank, one slot entry per
 slot, one multicast node per member with RID = rank).
@@ -111,30 +113,9 @@ class Recorder:
         return Recorder(self._log, self._path + ('()',))
 
 
-def check_bfrt(fail, p4_dir, vectors, scenario):
-    text = ''.join(strip_comments(open(os.path.join(p4_dir, f)).read()) for f in
-                   ('headers.p4', 'parser.p4', 'bitmap.p4', 'processor.p4', 'next_step.p4',
-                    'inca.p4'))
-    ctl = p4_controls(text)
-    log = []
-    env = {'INCA_MANIFEST': os.path.join(vectors, 'vectors.json'), 'INCA_SCENARIO': scenario}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        src = open(os.path.join(p4_dir, 'control', 'setup_job.py')).read()
-        with contextlib.redirect_stdout(io.StringIO()):
-            exec(compile(src, 'setup_job.py', 'exec'),
-                 {'bfrt': Recorder(log), '__name__': 'setup_job'})
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-    with open(os.path.join(vectors, 'vectors.json')) as f:
-        sc = [s for s in json.load(f)['scenarios'] if s['name'] == scenario][0]
-    job = sc['job']
+def check_calls(fail, log, ctl, text):
+    """Every bfrt call recorded in @log must name what the P4 has, with the
+    right keys and parameters. Returns ({(table, action): adds}, PRE nodes)."""
     counts = {}
     nodes = []
     for path, args, kw in log:
@@ -168,13 +149,52 @@ def check_bfrt(fail, p4_dir, vectors, scenario):
         elif path[:2] == ('inca', 'pipe') and len(path) == 5 and path[4] == 'add':
             fail.expect(path[3] in ctl.get(path[2], {}).get('value_sets', set()),
                         '%s: no value set %s in %s' % (where, path[3], path[2]))
+        elif path[:2] == ('inca', 'pipe') and len(path) == 5 and path[4] == 'delete':
+            t = ctl.get(path[2], {}).get('tables', {}).get(path[3])
+            fail.expect(t is not None and set(kw) == set(t['keys']),
+                        '%s: keys %s, the P4 has %s' % (where, sorted(kw),
+                                                        t and sorted(t['keys'])))
+        elif path[:2] == ('inca', 'pipe') and len(path) == 5 and path[4] == 'get':
+            fail.expect(re.search(r"\bCounter\s*<[^;]*>\s*\([^;]*\)\s*%s\s*;" % path[3],
+                                  text) is not None and 'COUNTER_INDEX' in kw,
+                        '%s: no counter %s read by index in the P4' % (where, path[3]))
         elif path == ('pre', 'node', 'entry'):
             nodes.append(kw)
-        elif path[-1] in ('push', 'complete_operations') or path == ('pre', 'mgid', 'entry'):
+        elif path[-1] in ('push', 'complete_operations') or \
+                path in (('pre', 'mgid', 'entry'), ('pre', 'mgid', 'mod_inc'),
+                         ('pre', 'mgid', 'mod_dec'), ('pre', 'node', 'delete')):
             pass
         else:
             fail.expect(False, 'unexpected call %s' % where)
 
+    return counts, nodes
+
+
+def check_bfrt(fail, p4_dir, vectors, scenario):
+    text = ''.join(strip_comments(open(os.path.join(p4_dir, f)).read()) for f in
+                   ('headers.p4', 'parser.p4', 'bitmap.p4', 'processor.p4', 'next_step.p4',
+                    'inca.p4'))
+    ctl = p4_controls(text)
+    log = []
+    env = {'INCA_MANIFEST': os.path.join(vectors, 'vectors.json'), 'INCA_SCENARIO': scenario}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        src = open(os.path.join(p4_dir, 'control', 'setup_job.py')).read()
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(src, 'setup_job.py', 'exec'),
+                 {'bfrt': Recorder(log), '__name__': 'setup_job'})
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    with open(os.path.join(vectors, 'vectors.json')) as f:
+        sc = [s for s in json.load(f)['scenarios'] if s['name'] == scenario][0]
+    job = sc['job']
+    counts, nodes = check_calls(fail, log, ctl, text)
     n, pool = job['nworkers'], job['pool_size']
     fail.expect(counts.get(('member', 'member_ok')) == n, 'bfrt: %s member entries for %d '
                 'ranks' % (counts.get(('member', 'member_ok')), n))
@@ -191,17 +211,26 @@ def check_bfrt(fail, p4_dir, vectors, scenario):
                 'bfrt: job_home does not carry the bitmap of all n members')
 
 
+def load_module(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def scenario_of(vectors, name):
+    """(manifest, scenario) of the conformance vectors."""
+    with open(os.path.join(vectors, 'vectors.json')) as f:
+        man = json.load(f)
+    return man, [s for s in man['scenarios'] if s['name'] == name][0]
+
+
 def check_cli(fail, p4_dir, vectors, scenario):
     text = strip_comments(open(os.path.join(p4_dir, 'headers.p4')).read() +
                           open(os.path.join(p4_dir, 'v1model', 'inca_v1model.p4')).read())
     ctl = p4_controls(text)
-    spec = importlib.util.spec_from_file_location(
-        'gen_commands', os.path.join(p4_dir, 'v1model', 'gen_commands.py'))
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    with open(os.path.join(vectors, 'vectors.json')) as f:
-        man = json.load(f)
-    sc = [s for s in man['scenarios'] if s['name'] == scenario][0]
+    gen = load_module('gen_commands', os.path.join(p4_dir, 'v1model', 'gen_commands.py'))
+    man, sc = scenario_of(vectors, scenario)
     j, agg = sc['job'], man['aggregator']
     lines = gen.commands(j['id'], j['token'], sc['members'], agg['ip'], agg['mac'],
                          j['pool_size'], j['elems'])
@@ -248,6 +277,61 @@ def check_cli(fail, p4_dir, vectors, scenario):
     fail.expect(sorted(rids) == list(range(n)), 'CLI: multicast node RIDs are not the ranks')
 
 
+class FakeSock:
+    def __init__(self):
+        self.sent = []
+
+    def send(self, frame):
+        self.sent.append(bytes(frame))
+
+
+def check_tofino_ctl(fail, p4_dir, vectors, scenario):
+    """control/switch_ctl.py's TofinoSwitch against the recording bfrt:
+    switch set-up, the JOINs of the scenario's members, one LEAVE, a
+    liveness pass. Every call must fit inca.p4; every member gets a
+    JOIN_ACK; the LEAVE starts a new incarnation (a new job entry)."""
+    from scapy.all import UDP, rdpcap
+    text = ''.join(strip_comments(open(os.path.join(p4_dir, f)).read()) for f in
+                   ('headers.p4', 'parser.p4', 'bitmap.p4', 'processor.p4', 'next_step.p4',
+                    'inca.p4'))
+    ctl_p4 = p4_controls(text)
+    mod = load_module('switch_ctl', os.path.join(p4_dir, 'control', 'switch_ctl.py'))
+    man, sc = scenario_of(vectors, scenario)
+    j = sc['job']
+    conf = {'aggregator': man['aggregator'], 'cpu_port': 192,
+            'hosts': [{'mac': m['mac'], 'port': m['switch_port']} for m in sc['members']],
+            'jobs': [{k: j[k] for k in ('id', 'token', 'nworkers', 'pool_size', 'window',
+                                         'elems')}]}
+    log = []
+    sock = FakeSock()
+    ctl = mod.Control(conf, mod.TofinoSwitch(Recorder(log)), sock)
+    joins = [bytes(p) for p in rdpcap(os.path.join(vectors, sc['files']['in']))
+             if UDP in p and bytes(p[UDP].payload)[1] == 5]
+    for f in joins:
+        ctl.on_frame(f)
+    acks = [f for f in sock.sent if len(f) > 43 and f[43] == 6]
+    fail.expect(len(acks) == len(joins) == j['nworkers'],
+                'switch_ctl: %d JOIN_ACKs for %d JOINs of %d ranks'
+                % (len(acks), len(joins), j['nworkers']))
+    session = ctl.jobs[j['id']].session
+    leave = bytearray(joins[0])
+    leave[43] = 7
+    leave[50:54] = session.to_bytes(4, 'big')
+    ctl.on_frame(bytes(leave))
+    fail.expect(ctl.jobs[j['id']].session != session,
+                'switch_ctl: a LEAVE did not start a new incarnation')
+    ctl.check_liveness()
+    counts, nodes = check_calls(fail, log, ctl_p4, text)
+    n = j['nworkers']
+    fail.expect(counts.get(('member', 'member_ok')) == n and
+                counts.get(('member_addr', 'set_member')) == n,
+                'switch_ctl: %s member entries for %d ranks' % (counts, n))
+    fail.expect(counts.get(('job', 'job_home')) == 2,
+                'switch_ctl: not one job entry per incarnation: %s' % counts)
+    fail.expect(sorted(k['multicast_rid'] for k in nodes) == list(range(n)),
+                'switch_ctl: multicast nodes do not have RID = rank')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--p4-dir', required=True)
@@ -257,6 +341,7 @@ def main():
     for scenario in ('sum2', 'sum4_bfp', 'sum2_large'):
         check_bfrt(fail, args.p4_dir, args.vectors, scenario)
         check_cli(fail, args.p4_dir, args.vectors, scenario)
+    check_tofino_ctl(fail, args.p4_dir, args.vectors, 'sum2')
     for f in fail.items:
         print('FAIL: ' + f)
     print('%d checks, %d failed' % (fail.checks, len(fail.items)))

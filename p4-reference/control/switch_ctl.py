@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright (c) 2026 The INCA authors
-"""The switch control plane for BMv2 simple_switch running inca_v1model.
+"""The switch control plane: BMv2 simple_switch running inca_v1model, or a
+Tofino running inca.p4 (from bfshell).
 
 The data plane aggregates CONTRIBs; every other INCA message to the
 aggregator's address goes to the switch's CPU port, and so do ARP requests.
@@ -23,9 +24,11 @@ control plane does for static jobs (docs/protocol.md, "Job lifecycle"):
   replaces the job entry's token, the job's sets are zeroed, and every
   member must JOIN again (its HEARTBEATs get MEMBER_LOST until then).
 
-It drives the switch through simple_switch's Thrift API (BMv2's own
-runtime_CLI module) and sends its answers into the CPU port, from where
-the switch's l2 table forwards them. Configuration (JSON):
+The protocol side (class Control) is one for both targets; a driver does
+the tables: Bmv2Switch through simple_switch's Thrift API (BMv2's own
+runtime_CLI module), TofinoSwitch through bfrt_python with setup_job.py's
+names. Answers go into the CPU port, from where the switch's l2 table
+forwards them. Configuration (JSON):
 
     {"aggregator": {"ip": "10.77.0.1", "mac": "02:00:00:00:aa:00"},
      "cpu_port": 64, "hb_ms": 1000, "evict_ms": 5000,
@@ -33,11 +36,15 @@ the switch's l2 table forwards them. Configuration (JSON):
      "jobs": [{"id": 7, "token": 3221225473, "nworkers": 2, "pool_size": 64,
                "window": 64, "elems": 64, "pool_base": 0, "member_base": 0}]}
 
-    bmv2_ctl.py --config ctl.json --iface cpu1 --thrift-port 9090 \\
+    switch_ctl.py --config ctl.json --iface cpu1 --thrift-port 9090 \\
         --bmv2-python PREFIX/lib/python3.11/site-packages
 
-SIGTERM or SIGINT ends it. The Tofino form of the same program would drive
-bfrt_python (control/setup_job.py's tables) the same way; it is not written.
+    INCA_CTL_CONFIG=ctl.json INCA_CTL_IFACE=ens1 bfshell -b switch_ctl.py
+
+(on a Tofino, the config may add "program", "pipes" and "home_pipe"; the
+interface is the one the CPU port's frames reach, e.g. the PCIe CPU
+port's netdev). SIGTERM or SIGINT ends it. The Tofino form is checked here
+against a recording stand-in for bfrt only: no Tofino and no SDE here.
 """
 
 import argparse
@@ -45,6 +52,7 @@ import contextlib
 import io
 import json
 import logging
+import os
 import secrets
 import select
 import signal
@@ -68,7 +76,7 @@ SWITCH_MAX_RANKS = 31
 ELEMS_STRIDE = {64: 2, 256: 8}
 ING, EGR = 'IncaIngress', 'IncaEgress'
 
-log = logging.getLogger('bmv2_ctl')
+log = logging.getLogger('switch_ctl')
 
 SOL_PACKET, PACKET_AUXDATA, TP_STATUS_VLAN_VALID = 263, 8, 0x10
 AUXDATA = struct.Struct('IIIHHHH')   # struct tpacket_auxdata
@@ -113,8 +121,9 @@ def udp_frame(src_mac, dst_mac, src_ip, dst_ip, sport, dport, payload):
     return dst_mac + src_mac + b'\x08\x00' + ip + udp
 
 
-class Switch:
-    """simple_switch through BMv2's runtime_CLI module, in this process."""
+class Bmv2Switch:
+    """simple_switch (inca_v1model) through BMv2's runtime_CLI module, in
+    this process."""
 
     def __init__(self, bmv2_python, thrift_port):
         if bmv2_python:
@@ -140,27 +149,174 @@ class Switch:
             raise RuntimeError('%s: %s' % (line, text.strip()))
         return text
 
-    def handle(self, line, word='handle'):
+    def handle(self, line):
         """Run a command that creates something; the handle it printed."""
         text = self.cmd(line)
         for tok in reversed(text.replace(',', ' ').split()):
             if tok.isdigit():
                 return int(tok)
-        raise RuntimeError('%s: no %s in %r' % (line, word, text))
+        raise RuntimeError('%s: no handle in %r' % (line, text))
 
-    def register_write(self, name, index, value):
-        self.client.bm_register_write(0, name, index, value)
+    def setup(self, agg_mac, agg_ip, agg_port, cpu_port, l2):
+        self.cmd('table_set_default %s.aggregator %s.set_source %s %s %d'
+                 % (EGR, EGR, agg_mac, agg_ip, agg_port))
+        self.cmd('table_add %s.agg_addr NoAction %s =>' % (ING, agg_ip))
+        self.cmd('table_set_default %s.cpu %s.to_cpu %d' % (ING, ING, cpu_port))
+        for mac, port in l2:
+            self.cmd('table_add %s.l2 %s.l2_forward %s => %d' % (ING, ING, mac, port))
 
-    def counter(self, name, index):
-        return self.client.bm_counter_read(0, name, index).packets
+    def add_job(self, j):
+        for s in range(j.pool_size):
+            self.cmd('table_add %s.slot_map %s.slot_entry %d %d %d => %d %d'
+                     % (ING, ING, j.id, s, j.elems, j.pool_base + s,
+                        j.lane_base + s * ELEMS_STRIDE[j.elems]))
+        self.cmd('mc_mgrp_create %d' % j.mgid)
+
+    def set_session(self, j, old, new):
+        """The job entry keyed by session new instead of old (0: none)."""
+        if old:
+            self.cmd('table_delete %s.job %d' % (ING, j.handles.pop('job')))
+        j.handles['job'] = self.handle('table_add %s.job %s.job_ok %d 0x%08x => 0x%08x %d'
+                                       % (ING, ING, j.id, new, (1 << j.nworkers) - 1,
+                                          j.mgid))
+
+    def zero_sets(self, j):
+        for i in range(2 * j.pool_base, 2 * (j.pool_base + j.pool_size)):
+            for reg in ('set_seq', 'set_bitmap', 'max_exp'):
+                self.client.bm_register_write(0, '%s.%s' % (ING, reg), i, 0)
+
+    def add_member(self, j, rank, m, port):
+        ip = socket.inet_ntoa(m.ip)
+        m.handles['member'] = self.handle(
+            'table_add %s.member %s.member_ok %d %d %s %d 0 => %d'
+            % (ING, ING, j.id, rank, ip, m.udp_port, j.member_base + rank))
+        m.handles['member_addr'] = self.handle(
+            'table_add %s.member_addr %s.set_member %d %d => %s %s %d 0'
+            % (EGR, EGR, j.id, rank, mac_str(m.mac), ip, m.udp_port))
+        m.handles['node'] = self.handle('mc_node_create %d %d' % (rank, port))
+        self.cmd('mc_node_associate %d %d' % (j.mgid, m.handles['node']))
+
+    def remove_member(self, j, rank, m):
+        for key, ctl in (('member', ING), ('member_addr', EGR)):
+            if key in m.handles:
+                self.cmd('table_delete %s.%s %d' % (ctl, key, m.handles.pop(key)))
+        if 'node' in m.handles:
+            node = m.handles.pop('node')
+            self.cmd('mc_node_dissociate %d %d' % (j.mgid, node))
+            self.cmd('mc_node_destroy %d' % node)
+
+    def member_rx(self, j, rank):
+        return self.client.bm_counter_read(0, '%s.member_rx' % ING,
+                                           j.member_base + rank).packets
+
+
+class TofinoSwitch:
+    """A Tofino running inca.p4, through bfshell's bfrt_python object (the
+    tables and names of setup_job.py). Written against the SDE 9.x API and
+    checked here against a recording stand-in only (no Tofino, no SDE)."""
+
+    NODE_ROOM = 32   # PRE node ids: job * NODE_ROOM + rank + 1
+
+    def __init__(self, bfrt, program='inca', pipes=(0,), home_pipe=0):
+        self.p4 = getattr(bfrt, program).pipe
+        self.pre = bfrt.pre
+        self.bfrt = bfrt
+        self.pipes, self.home = list(pipes), home_pipe
+
+    @staticmethod
+    def recirc_port(pipe):
+        return (pipe << 7) | 68
+
+    def setup(self, agg_mac, agg_ip, agg_port, cpu_port, l2):
+        ing, egr = self.p4.Ingress, self.p4.Egress
+        ing.agg_addr.add_with_NoAction(ip=ip2int(agg_ip))
+        egr.aggregator.set_default_with_set_source(mac=mac2int(agg_mac), ip=ip2int(agg_ip),
+                                                   udp_port=agg_port)
+        ing.cpu.set_default_with_to_cpu(port=cpu_port)
+        for mac, port in l2:
+            ing.l2.add_with_l2_forward(mac=mac2int(mac), port=port)
+        for pipe in self.pipes:
+            self.p4.IngressParser.recirc_ports.add(f1=self.recirc_port(pipe))
+
+    def add_job(self, j):
+        for s in range(j.pool_size):
+            self.p4.Ingress.slot_map.add_with_slot_entry(
+                job=j.id, slot=s, count=j.elems, pool_index=j.pool_base + s,
+                lane_base=j.lane_base + s * ELEMS_STRIDE[j.elems])
+        self.pre.mgid.entry(mgid=j.mgid, multicast_node_id=[],
+                            multicast_node_l1_xid_valid=[],
+                            multicast_node_l1_xid=[]).push()
+
+    def set_session(self, j, old, new):
+        job = self.p4.Ingress.job
+        for pipe in self.pipes:
+            if old:
+                job.delete(job=j.id, token=old, pipe=pipe)
+            if pipe == self.home:
+                job.add_with_job_home(job=j.id, token=new, pipe=pipe,
+                                      members=(1 << j.nworkers) - 1, mgid=j.mgid,
+                                      recirc_port=self.recirc_port(self.home))
+            else:
+                job.add_with_job_remote(job=j.id, token=new, pipe=pipe,
+                                        home_recirc_port=self.recirc_port(self.home))
+
+    def zero_sets(self, j):
+        state, max_exp = self.p4.Ingress.bitmap.state, self.p4.Ingress.bitmap.max_exp
+        for i in range(2 * j.pool_base, 2 * (j.pool_base + j.pool_size)):
+            state.mod(REGISTER_INDEX=i, seq1=0, bitmap=0)
+            max_exp.mod(REGISTER_INDEX=i, f1=0)
+
+    def node_id(self, j, rank):
+        return j.id * self.NODE_ROOM + rank + 1
+
+    def add_member(self, j, rank, m, port):
+        ip = ip2int(socket.inet_ntoa(m.ip))
+        self.p4.Ingress.member.add_with_member_ok(job=j.id, rank=rank, ip=ip,
+                                                 udp_port=m.udp_port, vlan=0,
+                                                 idx=j.member_base + rank)
+        self.p4.Egress.member_addr.add_with_set_member(job=j.id, rank=rank,
+                                                      mac=mac2int(mac_str(m.mac)), ip=ip,
+                                                      udp_port=m.udp_port, vid=0)
+        nid = self.node_id(j, rank)
+        self.pre.node.entry(multicast_node_id=nid, multicast_rid=rank, multicast_lag_id=[],
+                            dev_port=[port]).push()
+        self.pre.mgid.mod_inc(mgid=j.mgid, multicast_node_id=[nid],
+                              multicast_node_l1_xid_valid=[False], multicast_node_l1_xid=[0])
+        m.handles['tofino'] = (ip, nid)
+
+    def remove_member(self, j, rank, m):
+        if 'tofino' not in m.handles:
+            return
+        ip, nid = m.handles.pop('tofino')
+        self.p4.Ingress.member.delete(job=j.id, rank=rank, ip=ip, udp_port=m.udp_port,
+                                      vlan=0)
+        self.p4.Egress.member_addr.delete(job=j.id, rank=rank)
+        self.pre.mgid.mod_dec(mgid=j.mgid, multicast_node_id=[nid],
+                              multicast_node_l1_xid_valid=[False], multicast_node_l1_xid=[0])
+        self.pre.node.delete(multicast_node_id=nid)
+
+    def member_rx(self, j, rank):
+        e = self.p4.Ingress.member_rx.get(COUNTER_INDEX=j.member_base + rank, from_hw=True,
+                                          print_ents=False)
+        try:
+            return int(e.data[b'$COUNTER_SPEC_PKTS'])
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return 0
+
+
+def ip2int(ip):
+    return int.from_bytes(socket.inet_aton(ip), 'big')
+
+
+def mac2int(mac):
+    return int(mac.replace(':', ''), 16)
 
 
 class Member:
     def __init__(self, ip, udp_port, mac):
         self.ip, self.udp_port, self.mac = ip, udp_port, mac
         self.inc = 0            # incarnation it last joined
-        self.entries = []       # table handles: (table, handle)
-        self.node = None        # multicast node handle
+        self.handles = {}       # the switch driver's entries for it
         self.rx = 0             # member_rx at the last look
         self.seen = time.monotonic()
 
@@ -184,7 +340,7 @@ class Job:
         self.session = 0
         self.prev = 0
         self.inc = 0
-        self.job_entry = None
+        self.handles = {}       # the switch driver's entries for the job
         self.members = {}       # rank -> Member (admitted)
         self.evicted = {}       # rank -> (ip, udp_port) evicted, not rejoined
 
@@ -209,33 +365,16 @@ class Control:
     # -- switch state --
 
     def setup(self):
-        sw = self.sw
-        sw.cmd('table_set_default %s.aggregator %s.set_source %s %s %d'
-               % (EGR, EGR, mac_str(self.agg_mac), socket.inet_ntoa(self.agg_ip),
-                  self.agg_port))
-        sw.cmd('table_add %s.agg_addr NoAction %s =>' % (ING, socket.inet_ntoa(self.agg_ip)))
-        sw.cmd('table_set_default %s.cpu %s.to_cpu %d' % (ING, ING, self.cpu_port))
+        l2 = [(mac_str(self.agg_mac), self.cpu_port), ('ff:ff:ff:ff:ff:ff', self.cpu_port)]
+        l2 += sorted(self.hosts.items())
         # ARP and anything else for the aggregator's MAC go to the CPU.
-        for mac in (mac_str(self.agg_mac), 'ff:ff:ff:ff:ff:ff'):
-            sw.cmd('table_add %s.l2 %s.l2_forward %s => %d' % (ING, ING, mac, self.cpu_port))
-        for mac, port in self.hosts.items():
-            sw.cmd('table_add %s.l2 %s.l2_forward %s => %d' % (ING, ING, mac, port))
+        self.sw.setup(mac_str(self.agg_mac), socket.inet_ntoa(self.agg_ip), self.agg_port,
+                      self.cpu_port, l2)
         for j in self.jobs.values():
-            for s in range(j.pool_size):
-                sw.cmd('table_add %s.slot_map %s.slot_entry %d %d %d => %d %d'
-                       % (ING, ING, j.id, s, j.elems, j.pool_base + s,
-                          j.lane_base + s * ELEMS_STRIDE[j.elems]))
-            sw.cmd('mc_mgrp_create %d' % j.mgid)
+            self.sw.add_job(j)
             self.new_incarnation(j)
             log.info('job %d: %d ranks, %d slots of %d elements, session 0x%08x',
                      j.id, j.nworkers, j.pool_size, j.elems, j.session)
-
-    def zero_sets(self, j):
-        for s in range(j.pool_size):
-            for half in (0, 1):
-                i = 2 * (j.pool_base + s) + half
-                for reg in ('set_seq', 'set_bitmap', 'max_exp'):
-                    self.sw.register_write('%s.%s' % (ING, reg), i, 0)
 
     def new_incarnation(self, j):
         """Session n+1: the old one's CONTRIBs miss the job table, the sets
@@ -243,34 +382,19 @@ class Control:
         s = 0
         while s in (0, j.token, j.session):
             s = secrets.randbits(32)
-        if j.job_entry is not None:
-            self.sw.cmd('table_delete %s.job %d' % (ING, j.job_entry))
-        self.zero_sets(j)
+        # The old session's CONTRIBs miss the job table before the sets are
+        # zeroed: none can start a use in the new incarnation's sets.
+        self.sw.set_session(j, j.session, s)
+        self.sw.zero_sets(j)
         j.prev, j.session, j.inc = j.session, s, j.inc + 1
-        j.job_entry = self.sw.handle('table_add %s.job %s.job_ok %d 0x%08x => 0x%08x %d'
-                                     % (ING, ING, j.id, s, (1 << j.nworkers) - 1, j.mgid))
 
     def admit(self, j, rank, m, port):
-        sw = self.sw
-        ip = socket.inet_ntoa(m.ip)
-        m.entries.append(('member', sw.handle(
-            'table_add %s.member %s.member_ok %d %d %s %d 0 => %d'
-            % (ING, ING, j.id, rank, ip, m.udp_port, j.member_base + rank))))
-        m.entries.append(('member_addr', sw.handle(
-            'table_add %s.member_addr %s.set_member %d %d => %s %s %d 0'
-            % (EGR, EGR, j.id, rank, mac_str(m.mac), ip, m.udp_port))))
-        m.node = sw.handle('mc_node_create %d %d' % (rank, port))
-        sw.cmd('mc_node_associate %d %d' % (j.mgid, m.node))
-        m.rx = sw.counter('%s.member_rx' % ING, j.member_base + rank)
+        self.sw.add_member(j, rank, m, port)
+        m.rx = self.sw.member_rx(j, rank)
 
     def remove(self, j, rank):
         m = j.members.pop(rank)
-        for table, h in m.entries:
-            ctl = EGR if table == 'member_addr' else ING
-            self.sw.cmd('table_delete %s.%s %d' % (ctl, table, h))
-        if m.node is not None:
-            self.sw.cmd('mc_node_dissociate %d %d' % (j.mgid, m.node))
-            self.sw.cmd('mc_node_destroy %d' % m.node)
+        self.sw.remove_member(j, rank, m)
         return m
 
     def reset(self, j, why):
@@ -436,7 +560,7 @@ class Control:
         for j in self.jobs.values():
             gone = []
             for rank, m in j.members.items():
-                rx = self.sw.counter('%s.member_rx' % ING, j.member_base + rank)
+                rx = self.sw.member_rx(j, rank)
                 if rx != m.rx:
                     m.rx, m.seen = rx, now
                 elif (now - m.seen) * 1000 > self.evict_ms:
@@ -473,6 +597,36 @@ class Control:
                 next_check = time.monotonic() + period
 
 
+def serve(conf, sw, iface):
+    """Answer on @iface until SIGTERM or SIGINT; the exit code."""
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+    sock.bind((iface, 0))
+    sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+    try:
+        ctl = Control(conf, sw, sock)
+    except (ValueError, RuntimeError, KeyError) as e:
+        log.error('configuration: %s', e)
+        return 1
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+    signal.signal(signal.SIGINT, lambda *a: stop.append(1))
+    log.info('ready on %s', iface)
+    ctl.run(stop)
+    log.info('stopped')
+    return 0
+
+
+def bfshell_main(bfrt):
+    """Under bfshell -b: the Tofino driver, configuration from the
+    environment."""
+    logging.basicConfig(level=logging.INFO, format='switch_ctl: %(message)s')
+    with open(os.environ['INCA_CTL_CONFIG']) as f:
+        conf = json.load(f)
+    sw = TofinoSwitch(bfrt, conf.get('program', 'inca'), conf.get('pipes', [0]),
+                      conf.get('home_pipe', 0))
+    return serve(conf, sw, os.environ['INCA_CTL_IFACE'])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -486,36 +640,24 @@ def main():
     ap.add_argument('-v', '--verbose', action='store_true')
     args = ap.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format='bmv2_ctl: %(message)s')
+                        format='switch_ctl: %(message)s')
     with open(args.config) as f:
         conf = json.load(f)
 
     deadline = time.monotonic() + args.connect_timeout
     while True:
         try:
-            sw = Switch(args.bmv2_python, args.thrift_port)
+            sw = Bmv2Switch(args.bmv2_python, args.thrift_port)
             break
         except (Exception, SystemExit) as e:  # runtime_CLI exits when it cannot connect
             if time.monotonic() > deadline:
                 log.error('no switch on thrift port %d: %s', args.thrift_port, e)
                 return 1
             time.sleep(0.2)
-    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
-    sock.bind((args.iface, 0))
-    sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
-    try:
-        ctl = Control(conf, sw, sock)
-    except (ValueError, RuntimeError, KeyError) as e:
-        log.error('configuration: %s', e)
-        return 1
-    stop = []
-    signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
-    signal.signal(signal.SIGINT, lambda *a: stop.append(1))
-    log.info('ready on %s', args.iface)
-    ctl.run(stop)
-    log.info('stopped')
-    return 0
+    return serve(conf, sw, args.iface)
 
 
-if __name__ == '__main__':
+if 'bfrt' in globals():
+    bfshell_main(bfrt)          # noqa: F821 (bfshell's)
+elif __name__ == '__main__':
     sys.exit(main())
