@@ -417,11 +417,38 @@ parse_vlans(struct parser *p, const config_setting_t *l, struct incad_tenant_con
 	}
 }
 
+/* job_key = "hex": the key of the tenant's per-job tokens. */
+static void
+parse_job_key(struct parser *p, const config_setting_t *g, struct incad_tenant_conf *t)
+{
+	const config_setting_t *s = member_of(p, g, "job_key", CONFIG_TYPE_STRING, false);
+	const char *v;
+	size_t n, i;
+
+	if (s == NULL)
+		return;
+	v = config_setting_get_string(s);
+	n = strlen(v);
+	if (n % 2 != 0 || n / 2 < INCAD_JOB_KEY_MIN || n / 2 > INCAD_JOB_KEY_MAX ||
+	    strspn(v, "0123456789abcdefABCDEF") != n) {
+		perr(p, s, "'job_key' must be %d to %d bytes in hex (%d to %d hex digits)",
+		     INCAD_JOB_KEY_MIN, INCAD_JOB_KEY_MAX, 2 * INCAD_JOB_KEY_MIN,
+		     2 * INCAD_JOB_KEY_MAX);
+		return;
+	}
+	for (i = 0; i < n / 2; i++) {
+		char byte[3] = {v[2 * i], v[2 * i + 1], 0};
+
+		t->job_key[i] = (uint8_t)strtoul(byte, NULL, 16);
+	}
+	t->job_key_len = (unsigned int)(n / 2);
+}
+
 static void
 parse_tenants(struct parser *p, const config_setting_t *l, struct incad_config *c)
 {
 	static const char *const keys[] = {"name", "token", "job_ids", "slot_quota",
-					   "dynamic_jobs", "sources", "vlans", NULL};
+					   "dynamic_jobs", "sources", "vlans", "job_key", NULL};
 	int i, n = config_setting_length(l);
 	unsigned int j;
 
@@ -465,8 +492,10 @@ parse_tenants(struct parser *p, const config_setting_t *l, struct incad_config *
 		}
 		GET_UINT(p, g, "slot_quota", 0, INCAD_MAX_SLOTS, false, t->slot_quota);
 		get_bool(p, g, "dynamic_jobs", &t->dynamic_jobs);
-		if (t->dynamic_jobs && !t->has_token)
-			perr(p, g, "tenant '%s': dynamic_jobs needs the tenant's token", t->name);
+		parse_job_key(p, g, t);
+		if (t->dynamic_jobs && !t->has_token && t->job_key_len == 0)
+			perr(p, g, "tenant '%s': dynamic_jobs needs the tenant's token or a job_key",
+			     t->name);
 		s = member_of(p, g, "sources", CONFIG_TYPE_LIST, false);
 		if (s != NULL)
 			parse_sources(p, s, t);

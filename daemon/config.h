@@ -58,10 +58,16 @@ struct incad_port_conf {
 	int line;
 };
 
+/* A tenant's job_key: 16..64 bytes, given in hex. */
+#define INCAD_JOB_KEY_MIN 16
+#define INCAD_JOB_KEY_MAX 64
+
 struct incad_tenant_conf {
 	char name[INCAD_NAME_LEN];
-	bool has_token;                  /* needed for dynamic jobs */
+	bool has_token;                  /* needed for dynamic jobs without a job_key */
 	uint32_t token;
+	uint8_t job_key[INCAD_JOB_KEY_MAX]; /* dynamic jobs' tokens: HMAC(job_key, job) */
+	unsigned int job_key_len;        /* 0: none, the tenant token creates jobs */
 	uint16_t job_min, job_max;
 	uint32_t slot_quota;
 	bool dynamic_jobs;

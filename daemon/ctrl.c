@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #include <rte_lcore.h>
 #include <rte_cycles.h>
 #include <rte_hash_crc.h>
@@ -378,6 +381,32 @@ view_update(struct incad_lcore *lc, struct incad_job *j, const struct incad_view
 	return 0;
 }
 
+/*
+ * The token of dynamic job @job of a tenant with a job_key: the first four
+ * bytes (big endian) of HMAC-SHA256(job_key, "INCA job token" || job as
+ * two bytes, big endian), 1 instead of 0. Knowing one job's token tells
+ * nothing of another's (docs/incad.md, "job_key"); `incactl job-token`
+ * computes the same.
+ */
+uint32_t
+incad_job_token(const struct incad_tenant_conf *tc, uint16_t job)
+{
+	static const char label[] = "INCA job token";
+	uint8_t msg[sizeof(label) - 1 + 2], mac[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+	uint32_t token;
+
+	memcpy(msg, label, sizeof(label) - 1);
+	msg[sizeof(label) - 1] = (uint8_t)(job >> 8);
+	msg[sizeof(label)] = (uint8_t)job;
+	if (HMAC(EVP_sha256(), tc->job_key, (int)tc->job_key_len, msg, sizeof(msg), mac,
+		 &len) == NULL || len < 4)
+		return 0; /* matches no JOIN: a token is never 0 */
+	token = (uint32_t)mac[0] << 24 | (uint32_t)mac[1] << 16 | (uint32_t)mac[2] << 8 | mac[3];
+	return token != 0 ? token : 1;
+}
+
+/* The tenant a JOIN of a job that does not exist belongs to, or -1. */
 static int
 tenant_find(uint16_t job, uint32_t token)
 {
@@ -386,8 +415,10 @@ tenant_find(uint16_t job, uint32_t token)
 	for (t = 0; t < incad.cfg.ntenants; t++) {
 		const struct incad_tenant_conf *tc = &incad.cfg.tenants[t];
 
-		if (tc->has_token && tc->token == token && job >= tc->job_min &&
-		    job <= tc->job_max)
+		if (job < tc->job_min || job > tc->job_max)
+			continue;
+		if (tc->job_key_len != 0 ? incad_job_token(tc, job) == token :
+					   tc->has_token && tc->token == token)
 			return (int)t;
 	}
 	return -1;

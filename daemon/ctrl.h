@@ -206,6 +206,10 @@ void incad_ctrl_timer(struct incad_lcore *lc, uint64_t now);
 
 /* Slots in use by a tenant (racy read for telemetry). */
 uint32_t incad_tenant_used(unsigned int t);
+
+/** Token of dynamic job @job of a tenant with a job_key (never 0 on success). */
+uint32_t incad_job_token(const struct incad_tenant_conf *tc, uint16_t job);
+
 /* Slots in use by all jobs (racy read for telemetry). */
 uint32_t incad_slots_used(void);
 /* Bytes held by jobs now (racy read for telemetry). */

@@ -6,9 +6,12 @@
 Usage: test_incad.py INCAD CASE
 """
 
+import hashlib
+import hmac
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -100,6 +103,12 @@ BAD_CONFIGS = [
     ('ports = ( { name = "p0"; ipv4 = "10.0.0.1"; } );\n', 1, 'exactly one of device'),
     ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
      'tenants = (\n { name = "t"; dynamic_jobs = true; }\n);\n', 3, 'needs the tenant'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'tenants = (\n { name = "t"; dynamic_jobs = true; job_key = "00ff"; }\n);\n', 3,
+     "'job_key' must be"),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'tenants = (\n { name = "t"; dynamic_jobs = true; job_key = "%s"; }\n);\n' % ('zz' * 16),
+     3, "'job_key' must be"),
     ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
      'tenants = ( { name = "t"; } );\n'
      'jobs = ( { id = 2; tenant = "t"; nworkers = 2; } );\n', 3, 'needs a token'),
@@ -423,6 +432,41 @@ def case_unknown_job():
               (JOIN_ACK, 250, 0), (NACK, 251, u)]
     check(got == expect, 'answers %s, expected %s' % (got, expect))
     check(run.drop('incad/UNKNOWN_JOB') == 1, 'drops %s' % run.drops)
+
+
+def job_token(key, job):
+    """Written from docs/incad.md ("job_key"), not from incad or incactl."""
+    mac = hmac.new(key, b'INCA job token' + struct.pack('!H', job), hashlib.sha256).digest()
+    return struct.unpack('!I', mac[:4])[0] or 1
+
+
+def case_job_key():
+    """A tenant with a job_key: a dynamic job is created only with its own
+    derived token; another job's token, or the tenant token, creates
+    nothing; incactl job-token agrees with the derivation."""
+    key = bytes(range(0x40, 0x60))
+    tenants = ('{ name = "t1"; token = 0x%08X; job_ids = [1, 99]; dynamic_jobs = true; '
+               'job_key = "%s"; }' % (TOKEN, key.hex()))
+    t5, t6 = job_token(key, 5), job_token(key, 6)
+    u = NACK_REASONS['UNKNOWN_JOB']
+    frames = [
+        join(6, 0, 1, token=t5),               # job 5's token for job 6
+        join(5, 0, 1, token=TOKEN),            # the tenant token creates nothing
+        join(5, 0, 1, token=t5),
+        join(6, 0, 1, token=t6, sport=41000),
+        join(5, 0, 1, token=t6, sport=42000),  # job 5 exists: wrong token
+    ]
+    run = run_incad(base_config(tenants=tenants), [frames])
+    got = [(m.type, m['job'], m['reason']) for m in run.msgs()]
+    expect = [(NACK, 6, u), (NACK, 5, u), (JOIN_ACK, 5, 0), (JOIN_ACK, 6, 0),
+              (NACK, 5, NACK_REASONS['BAD_TOKEN'])]
+    check(got == expect, 'answers %s, expected %s' % (got, expect))
+    incactl = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tools',
+                           'incactl')
+    out = subprocess.run(['/usr/bin/python3', incactl, 'job-token', '--key', key.hex(), '6'],
+                         stdout=subprocess.PIPE, text=True).stdout.strip()
+    check(out == '0x%08x' % t6, 'incactl job-token says %r, the derivation 0x%08x'
+          % (out, t6))
 
 
 def case_arp():
