@@ -34,7 +34,16 @@ forwards them. Configuration (JSON):
      "cpu_port": 64, "hb_ms": 1000, "evict_ms": 5000,
      "hosts": [{"mac": "02:00:00:00:bb:00", "port": 1}, ...],
      "jobs": [{"id": 7, "token": 3221225473, "nworkers": 2, "pool_size": 64,
-               "window": 64, "elems": 64, "pool_base": 0, "member_base": 0}]}
+               "window": 64, "elems": 64, "pool_base": 0, "member_base": 0}],
+     "dynamic": {"job_ids": [10, 99], "job_key": "<32..128 hex digits>",
+                 "pool_size": 32, "elems": 64, "slots": [64, 512],
+                 "member_base": 64}}
+
+"jobs" are static; "dynamic" lets a first JOIN of an id in job_ids create a
+job (nworkers from the JOIN) with its own token, HMAC-SHA256 of the id
+under job_key as incad's tenant job_key (`incactl job-token`), or one
+"token" for all; each gets one block of pool_size slots from "slots"
+[base, count] and is deleted when its last member leaves or is evicted.
 
     switch_ctl.py --config ctl.json --iface cpu1 --thrift-port 9090 \\
         --bmv2-python PREFIX/lib/python3.11/site-packages
@@ -49,6 +58,8 @@ against a recording stand-in for bfrt only: no Tofino and no SDE here.
 
 import argparse
 import contextlib
+import hashlib
+import hmac
 import io
 import json
 import logging
@@ -68,6 +79,7 @@ CTRL = struct.Struct('!BBHHHHHHHIIII')
 (CONTRIB, RESULT, HELLO, CAPS, JOIN, JOIN_ACK, LEAVE, LEAVE_ACK, HEARTBEAT,
  HEARTBEAT_ACK, NACK) = range(1, 12)
 NACK_BAD_VERSION, NACK_UNKNOWN_JOB, NACK_NOT_MEMBER, NACK_BAD_TOKEN = 1, 2, 3, 4
+NACK_NO_SLOTS = 6
 NACK_JOB_FULL, NACK_BAD_PARAMS, NACK_UNSUPPORTED_DTYPE, NACK_UNSUPPORTED_OP = 7, 8, 9, 10
 NACK_SHUTTING_DOWN, NACK_EVICTED, NACK_MEMBER_LOST = 12, 13, 14
 DTYPE_INT32, OP_SUM = 0, 0
@@ -166,11 +178,20 @@ class Bmv2Switch:
             self.cmd('table_add %s.l2 %s.l2_forward %s => %d' % (ING, ING, mac, port))
 
     def add_job(self, j):
-        for s in range(j.pool_size):
-            self.cmd('table_add %s.slot_map %s.slot_entry %d %d %d => %d %d'
-                     % (ING, ING, j.id, s, j.elems, j.pool_base + s,
-                        j.lane_base + s * ELEMS_STRIDE[j.elems]))
+        j.handles['slots'] = [
+            self.handle('table_add %s.slot_map %s.slot_entry %d %d %d => %d %d'
+                        % (ING, ING, j.id, s, j.elems, j.pool_base + s,
+                           j.lane_base + s * ELEMS_STRIDE[j.elems]))
+            for s in range(j.pool_size)]
         self.cmd('mc_mgrp_create %d' % j.mgid)
+
+    def remove_job(self, j):
+        """A job whose members are all gone: its entries and group."""
+        if 'job' in j.handles:
+            self.cmd('table_delete %s.job %d' % (ING, j.handles.pop('job')))
+        for h in j.handles.pop('slots', []):
+            self.cmd('table_delete %s.slot_map %d' % (ING, h))
+        self.cmd('mc_mgrp_destroy %d' % j.mgid)
 
     def set_session(self, j, old, new):
         """The job entry keyed by session new instead of old (0: none)."""
@@ -246,6 +267,13 @@ class TofinoSwitch:
         self.pre.mgid.entry(mgid=j.mgid, multicast_node_id=[],
                             multicast_node_l1_xid_valid=[],
                             multicast_node_l1_xid=[]).push()
+
+    def remove_job(self, j):
+        for pipe in self.pipes:
+            self.p4.Ingress.job.delete(job=j.id, token=j.session, pipe=pipe)
+        for s in range(j.pool_size):
+            self.p4.Ingress.slot_map.delete(job=j.id, slot=s, count=j.elems)
+        self.pre.mgid.delete(mgid=j.mgid)
 
     def set_session(self, j, old, new):
         job = self.p4.Ingress.job
@@ -337,6 +365,8 @@ class Job:
             raise ValueError('job %d: nworkers must be 1..%d' % (self.id, SWITCH_MAX_RANKS))
         if self.elems not in ELEMS_STRIDE:
             raise ValueError('job %d: elems must be 64 or 256' % self.id)
+        self.dynamic = conf.get('dynamic', False)   # deleted when its last member goes
+        self.block = conf.get('block')              # dynamic: its slot block
         self.session = 0
         self.prev = 0
         self.inc = 0
@@ -357,10 +387,75 @@ class Control:
         self.evict_ms = max(1, conf.get('evict_ms', 5000))
         self.hosts = {h['mac'].lower(): h['port'] for h in conf.get('hosts', [])}
         self.jobs = {}
-        for jc in conf['jobs']:
+        for jc in conf.get('jobs', []):
             j = Job(jc)
             self.jobs[j.id] = j
+        self.dyn = self.dynamic_conf(conf.get('dynamic'))
         self.setup()
+
+    def dynamic_conf(self, d):
+        """The "dynamic" block: job ids [lo, hi] whose first JOIN creates
+        the job, with a token ("token", the same for all) or per-job tokens
+        ("job_key", hex: HMAC-SHA256 as incad's tenant job_key); jobs of
+        "pool_size" slots of "elems" elements each, from "slots": [base,
+        count] of the slot registers (one fixed block per job)."""
+        if d is None:
+            return None
+        d = dict(d)
+        lo, hi = d['job_ids']
+        if not 1 <= lo <= hi <= 65535 or any(lo <= i <= hi for i in self.jobs):
+            raise ValueError('dynamic job_ids %s: out of 1..65535 or over a static job'
+                             % d['job_ids'])
+        if 'job_key' in d:
+            d['key'] = bytes.fromhex(d['job_key'])
+            if not 16 <= len(d['key']) <= 64:
+                raise ValueError('dynamic job_key: 16 to 64 bytes in hex')
+        elif 'token' not in d:
+            raise ValueError('dynamic jobs need a token or a job_key')
+        d.setdefault('elems', 64)
+        d.setdefault('pool_size', 32)
+        base, count = d['slots']
+        d['free'] = list(range(count // d['pool_size']))
+        d['base'] = base
+        return d
+
+    def dynamic_token(self, job):
+        d = self.dyn
+        if 'key' in d:
+            mac = hmac.new(d['key'], b'INCA job token' + job.to_bytes(2, 'big'),
+                           hashlib.sha256).digest()
+            return int.from_bytes(mac[:4], 'big') or 1
+        return d['token']
+
+    def create_job(self, job, token, nworkers):
+        """A dynamic job for a JOIN of an unknown id: the Job, or a NACK
+        reason."""
+        d = self.dyn
+        if d is None or not d['job_ids'][0] <= job <= d['job_ids'][1] or \
+                token != self.dynamic_token(job):
+            return NACK_UNKNOWN_JOB
+        if not 1 <= nworkers <= SWITCH_MAX_RANKS:
+            return NACK_BAD_PARAMS
+        if not d['free']:
+            return NACK_NO_SLOTS
+        block = d['free'].pop(0)
+        j = Job({'id': job, 'token': token, 'nworkers': nworkers,
+                 'pool_size': d['pool_size'], 'window': d.get('window', d['pool_size']),
+                 'elems': d['elems'], 'pool_base': d['base'] + block * d['pool_size'],
+                 'member_base': d.get('member_base', 0) + block * SWITCH_MAX_RANKS,
+                 'dynamic': True, 'block': block})
+        self.sw.add_job(j)
+        self.new_incarnation(j)
+        self.jobs[job] = j
+        log.info('job %d created (dynamic): %d ranks, %d slots at %d', job, nworkers,
+                 j.pool_size, j.pool_base)
+        return j
+
+    def delete_job(self, j):
+        self.sw.remove_job(j)
+        del self.jobs[j.id]
+        self.dyn['free'].append(j.block)
+        log.info('job %d deleted (its last member went)', j.id)
 
     # -- switch state --
 
@@ -455,6 +550,11 @@ class Control:
         if handler is None:
             return
         j = self.jobs.get(h[4])
+        if j is None and h[1] == JOIN and len(body) >= CTRL.size:
+            j = self.create_job(h[4], h[6], CTRL.unpack(body)[5])
+            if not isinstance(j, Job):
+                self.reply(src, h, NACK, j)
+                return
         if j is None:
             # A LEAVE of a job that does not exist is done already.
             if h[1] == LEAVE:
@@ -463,6 +563,8 @@ class Control:
                 self.reply(src, h, NACK, NACK_UNKNOWN_JOB)
             return
         handler(src, h, body, j)
+        if j.dynamic and not j.members and j.id in self.jobs:
+            self.delete_job(j)
 
     def on_arp(self, data):
         if len(data) < 42 or data[20:22] != b'\x00\x01' or data[38:42] != self.agg_ip:
@@ -572,6 +674,8 @@ class Control:
                          self.evict_ms)
             if gone:
                 self.reset(j, 'rank(s) %s evicted' % gone)
+        for j in [j for j in self.jobs.values() if j.dynamic and not j.members]:
+            self.delete_job(j)
 
     def run(self, stop):
         period = max(0.01, min(self.hb_ms, self.evict_ms) / 2000.0)

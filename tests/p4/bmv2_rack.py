@@ -35,11 +35,14 @@ from nsrig import Rig, sh
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CTL = os.path.join(ROOT, 'p4-reference', 'control', 'switch_ctl.py')
+INCACTL = os.path.join(ROOT, 'tools', 'incactl')
 AGG_IP, AGG_MAC = '10.78.0.1', '02:00:00:00:aa:01'
 JOB, TOKEN = 7, 0x494E4341
 CPU_PORT = 64
 DROP_CONSUMED = 9          # INCA_DROP_CONSUMED of headers.p4
 EVICT_MS = 3000
+JOB_KEY = bytes(range(0xa0, 0xc0))
+DYN_JOB = 12
 
 
 class Rack(Rig):
@@ -81,7 +84,9 @@ class Rack(Rig):
                 'hb_ms': 500, 'evict_ms': EVICT_MS,
                 'hosts': [{'mac': self.mac(i), 'port': i + 1} for i in range(len(self.wk_ns))],
                 'jobs': [{'id': JOB, 'token': TOKEN, 'nworkers': len(self.wk_ns),
-                          'pool_size': 32, 'window': 32, 'elems': 64}]}
+                          'pool_size': 32, 'window': 32, 'elems': 64}],
+                'dynamic': {'job_ids': [10, 19], 'job_key': JOB_KEY.hex(), 'pool_size': 16,
+                            'slots': [32, 64], 'member_base': 32}}
         path = os.path.join(self.tmp, 'ctl.json')
         with open(path, 'w') as f:
             json.dump(conf, f)
@@ -114,13 +119,13 @@ class Rack(Rig):
             time.sleep(0.1)
         raise RuntimeError('switch_ctl not ready: %s' % self.tail(self.ctl))
 
-    def bench(self, sizes, iters=3, kill=None):
+    def bench(self, sizes, iters=3, kill=None, job=JOB, token=TOKEN):
         """One inca-bench per worker; (rc, json of rank 0, outputs).
         kill: (rank, seconds): SIGKILL that rank's process after that long."""
         ps = []
         for i, ns in enumerate(self.wk_ns):
-            cmd = self.ex(ns) + [self.args.bench, '-a', AGG_IP, '-j', str(JOB), '-r', str(i),
-                                 '-n', str(len(self.wk_ns)), '-t', '0x%x' % TOKEN,
+            cmd = self.ex(ns) + [self.args.bench, '-a', AGG_IP, '-j', str(job), '-r', str(i),
+                                 '-n', str(len(self.wk_ns)), '-t', '0x%x' % token,
                                  '-d', 'int32', '-o', 'sum', '-s', sizes, '-i', str(iters),
                                  '-x', '1', '-T', '200', '-G', '20000', '--verify-each',
                                  '--json']
@@ -161,8 +166,8 @@ class Rack(Rig):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def check_run(rack, what, sizes, fails):
-    rcs, report, outs = rack.bench(sizes)
+def check_run(rack, what, sizes, fails, **kw):
+    rcs, report, outs = rack.bench(sizes, **kw)
     for i, (rc, out) in enumerate(zip(rcs, outs)):
         if rc != 0:
             fails.append('%s: rank %d exited %s: %s' % (what, i, rc, out[-800:]))
@@ -220,6 +225,25 @@ def main():
             if 'new incarnation' not in log:
                 fails.append('switch_ctl started no new incarnation after the LEAVEs: %s'
                              % log[-800:])
+            # A dynamic job: created by its first JOIN with its own token
+            # (incactl job-token derives it, as for incad), deleted when
+            # its last member leaves; another job's token creates nothing.
+            tok = int(subprocess.run(['/usr/bin/python3', INCACTL, 'job-token', '--key',
+                                      JOB_KEY.hex(), str(DYN_JOB)],
+                                     stdout=subprocess.PIPE, text=True).stdout, 16)
+            check_run(rack, 'dynamic job %d' % DYN_JOB, '4096', fails, job=DYN_JOB,
+                      token=tok)
+            rcs, _, outs = rack.bench('4096', job=DYN_JOB + 1, token=tok)
+            if any(rc == 0 for rc in rcs):
+                fails.append('job %d was created with job %d\'s token: %s'
+                             % (DYN_JOB + 1, DYN_JOB, outs[0][-300:]))
+            log = rack.tail(rack.ctl, 100000)
+            for what in ('job %d created (dynamic)' % DYN_JOB,
+                         'job %d deleted' % DYN_JOB):
+                if what not in log:
+                    fails.append('switch_ctl log lacks "%s": %s' % (what, log[-800:]))
+            if 'job %d created' % (DYN_JOB + 1) in log:
+                fails.append('job %d created with a wrong token' % (DYN_JOB + 1))
             # The last rank dies without a LEAVE mid-run: the control plane
             # evicts it after evict_ms (its member_rx stops moving), and the
             # others' collective ends with an error (no fallback here)

@@ -162,7 +162,8 @@ def check_calls(fail, log, ctl, text):
             nodes.append(kw)
         elif path[-1] in ('push', 'complete_operations') or \
                 path in (('pre', 'mgid', 'entry'), ('pre', 'mgid', 'mod_inc'),
-                         ('pre', 'mgid', 'mod_dec'), ('pre', 'node', 'delete')):
+                         ('pre', 'mgid', 'mod_dec'), ('pre', 'node', 'delete'),
+                         ('pre', 'mgid', 'delete')):
             pass
         else:
             fail.expect(False, 'unexpected call %s' % where)
@@ -301,7 +302,9 @@ def check_tofino_ctl(fail, p4_dir, vectors, scenario):
     conf = {'aggregator': man['aggregator'], 'cpu_port': 192,
             'hosts': [{'mac': m['mac'], 'port': m['switch_port']} for m in sc['members']],
             'jobs': [{k: j[k] for k in ('id', 'token', 'nworkers', 'pool_size', 'window',
-                                         'elems')}]}
+                                         'elems')}],
+            'dynamic': {'job_ids': [100, 199], 'token': 0x5151, 'pool_size': 8,
+                        'slots': [512, 64]}}
     log = []
     sock = FakeSock()
     ctl = mod.Control(conf, mod.TofinoSwitch(Recorder(log)), sock)
@@ -321,14 +324,28 @@ def check_tofino_ctl(fail, p4_dir, vectors, scenario):
     fail.expect(ctl.jobs[j['id']].session != session,
                 'switch_ctl: a LEAVE did not start a new incarnation')
     ctl.check_liveness()
+    # A dynamic job: created by a JOIN, deleted by its only member's LEAVE.
+    dyn = bytearray(joins[0])
+    dyn[46:48] = (150).to_bytes(2, 'big')
+    dyn[48:50] = (0).to_bytes(2, 'big')
+    dyn[50:54] = (0x5151).to_bytes(4, 'big')
+    dyn[42 + 32 + 8:42 + 32 + 10] = (1).to_bytes(2, 'big')      # nworkers 1
+    ctl.on_frame(bytes(dyn))
+    fail.expect(150 in ctl.jobs and ctl.jobs[150].members,
+                'switch_ctl: a dynamic JOIN created no job')
+    if 150 in ctl.jobs:
+        dyn[43] = 7
+        dyn[50:54] = ctl.jobs[150].session.to_bytes(4, 'big')
+        ctl.on_frame(bytes(dyn))
+        fail.expect(150 not in ctl.jobs, 'switch_ctl: the last LEAVE left the dynamic job')
     counts, nodes = check_calls(fail, log, ctl_p4, text)
     n = j['nworkers']
-    fail.expect(counts.get(('member', 'member_ok')) == n and
-                counts.get(('member_addr', 'set_member')) == n,
+    fail.expect(counts.get(('member', 'member_ok')) == n + 1 and
+                counts.get(('member_addr', 'set_member')) == n + 1,
                 'switch_ctl: %s member entries for %d ranks' % (counts, n))
-    fail.expect(counts.get(('job', 'job_home')) == 2,
+    fail.expect(counts.get(('job', 'job_home')) == 3,
                 'switch_ctl: not one job entry per incarnation: %s' % counts)
-    fail.expect(sorted(k['multicast_rid'] for k in nodes) == list(range(n)),
+    fail.expect(sorted(k['multicast_rid'] for k in nodes) == sorted(list(range(n)) + [0]),
                 'switch_ctl: multicast nodes do not have RID = rank')
 
 
