@@ -482,8 +482,18 @@ inca_comm_create(const struct inca_comm_opts *in, struct inca_comm **out)
 	if (ret == INCA_OK)
 		ret = li_join_stream(c);
 	if (li_can_agree(c)) {
-		int agreed = li_agree_membership(c, ret);
+		int agreed;
+		/*
+		 * The agreement waits for the slowest rank's creation, which a
+		 * slow launcher can make longer than the aggregator's evict_ms:
+		 * heartbeat meanwhile, or the early ranks are evicted before
+		 * the job starts.
+		 */
+		bool ka = c->joined && inca_comm_keepalive(c, 1) == INCA_OK;
 
+		agreed = li_agree_membership(c, ret);
+		if (ka)
+			li_keepalive_stop(c);
 		if (agreed < 0 && c->joined)
 			li_leave(c, 0);
 		ret = agreed;

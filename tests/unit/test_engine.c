@@ -557,6 +557,7 @@ struct world {
 	struct shm_rank fbr[INCA_MAX_WORKERS];
 	pthread_barrier_t bar;
 	struct inca_stats st[INCA_MAX_WORKERS];
+	unsigned create_delay_ms[INCA_MAX_WORKERS]; /* a slow launcher, per rank */
 	void *user;
 };
 
@@ -580,6 +581,8 @@ worker_main(void *arg)
 		o.fallback = shm_allreduce;
 		o.fallback_ctx = &w->fbr[x->rank];
 	}
+	if (w->create_delay_ms[x->rank])
+		usleep(w->create_delay_ms[x->rank] * 1000u);
 	ret = inca_comm_create(&o, &c);
 	ck_assert_msg(ret == w->expect_create, "rank %u: create: %s", x->rank,
 		      inca_strerror(ret));
@@ -1226,6 +1229,42 @@ body_die_nofb(struct world *w, unsigned rank, struct inca_comm *c)
 	free(buf);
 }
 
+static void
+body_one_int_sum(struct world *w, unsigned rank, struct inca_comm *c)
+{
+	run_checked(c, rank, w->n, INCA_DTYPE_INT32, INCA_OP_SUM, 3000, 77, false);
+}
+
+/*
+ * Rank 1 is created long after rank 0 (a slow launcher), longer than the
+ * aggregator's evict_ms: rank 0, waiting in the creation agreement, stays
+ * a member (it heartbeats meanwhile), and the job runs on the aggregator.
+ */
+START_TEST(test_slow_launcher)
+{
+	struct tagg_cfg cfg;
+	struct tagg *a;
+	struct world w;
+	unsigned r;
+
+	tagg_cfg_init(&cfg);
+	cfg.hb_ms = 100;
+	cfg.evict_ms = 300;
+	a = tagg_start(&cfg);
+	world_init(&w, 2, a, body_one_int_sum);
+	w.fallback_at_create = true;
+	w.create_delay_ms[1] = 1200;
+	world_run(&w);
+	ck_assert_uint_eq(a->evicted, 0);
+	for (r = 0; r < 2; r++) {
+		ck_assert_uint_eq(w.st[r].recoveries, 0);
+		ck_assert_uint_eq(w.st[r].fallback_collectives, 0);
+		ck_assert_uint_gt(w.st[r].chunks, 0);
+	}
+	tagg_stop(a);
+}
+END_TEST
+
 START_TEST(test_die_without_fallback)
 {
 	struct tagg_cfg cfg;
@@ -1637,6 +1676,7 @@ engine_suite(void)
 	TC("matrix_8_workers", test_matrix_8, 60);
 	TC("matrix_int32_only_aggregator", test_matrix_int_only, 60);
 	TC("matrix_fixed_count_aggregator", test_matrix_fixed_count, 60);
+	TC("slow_launcher", test_slow_launcher, 60);
 	TCL("large_2_4_8_workers", test_large, 3, 120);
 	TC("requests_in_flight", test_inflight, 60);
 	TCL("broadcast_every_root", test_broadcast, 3, 60);
