@@ -4,25 +4,22 @@
 
 /*
  * Slot state of the Tofino subset and the verdict on a contribution
- * (docs/protocol.md, "Tofino subset").
+ * (docs/protocol.md, "Tofino subset"), in three stateful registers per set
+ * (slot, SET flag), one stage each, because a Tofino-1 stateful ALU returns
+ * one kind of value per access:
  *
- * Each set (slot, SET flag) has one 64-bit state entry: the seq of its
- * current use, stored plus one, and the bitmap of the ranks counted in it.
- * One stateful ALU access compares the contribution's seq with the use's
- * and returns
+ *   set_seq     the seq (+ 1) of the set's use: SAME, or NEWER (the use
+ *               restarts: seq written), or OLDER (nothing changes);
+ *   set_bitmap  SAME: sets the sender's bit, returns whether it was set;
+ *               NEWER: the sender's bit alone;
+ *   remaining   NEWER: nworkers - 1; SAME, bit clear: minus one; bit set:
+ *               read.
  *
- *   same seq   -> the bitmap before (and sets the sender's bit);
- *   newer seq  -> 0: a new use starts with the sender's bit alone;
- *   older seq  -> INCA_STATE_STALE: a late copy of an earlier use; nothing
- *                 changes.
- *
- * and from that word and the job's full bitmap:
- *
- *   STALE                          -> dropped (STALE)
- *   0                              -> FIRST: lanes written; COMPLETE if N = 1
- *   sender's bit set, bitmap full  -> REPLAY to the sender (rule 4)
- *   sender's bit set, not full     -> DUPLICATE, dropped (rule 2)
- *   sender's bit clear             -> ADD; COMPLETE when the bitmap is full
+ *   OLDER                          -> dropped (STALE)
+ *   NEWER                          -> FIRST: lanes written; COMPLETE if N = 1
+ *   bit set, remaining 0           -> REPLAY to the sender (rule 4)
+ *   bit set, remaining > 0         -> DUPLICATE, dropped (rule 2)
+ *   bit clear                      -> ADD; COMPLETE when remaining reaches 0
  *
  * A contribution is therefore only ever combined with contributions of the
  * same seq, whatever order copies arrive in. Where the switch differs from
@@ -31,31 +28,68 @@
  * one, and the abandoned use's members time out); there is no rule 6, so a
  * late copy of a chunk whose set is still complete with it is replayed to
  * its sender (which ignores it) where incad drops it; no MISMATCH check.
- * A zeroed entry (a new job's or a reset job's) holds seq 2^32 - 1 with an
- * empty bitmap, older than any chunk a fresh member sends first.
+ * Zeroed registers (a new job's or a reset job's) hold seq 2^32 - 1 with an
+ * empty bitmap, older than any chunk a fresh member sends first. The BMv2
+ * program keeps the same rules with a bitmap comparison instead of the
+ * remaining counter.
  */
-
-struct set_state_t {
-	bit<32> seq1;
-	bit<32> bitmap;
-}
 
 control Bitmap(inout inca_headers_t hdr, inout inca_ig_md_t md)
 {
-	Register<set_state_t, set_index_t>(INCA_NUM_SETS) state;
+	/* Stage 1: the seq (+ 1) of each set's use. */
+	Register<bit<32>, set_index_t>(INCA_NUM_SETS) set_seq;
 
-	RegisterAction<set_state_t, set_index_t, bit<32>>(state) admit = {
-		void apply(inout set_state_t v, out bit<32> before) {
-			if (v.seq1 == md.seq1) {
-				before = v.bitmap;
-				v.bitmap = v.bitmap | md.rank_bit;
-			} else if ((int<32>)(v.seq1 - md.seq1) < 0) {
-				before = 0;
-				v.seq1 = md.seq1;
-				v.bitmap = md.rank_bit;
+	RegisterAction<bit<32>, set_index_t, bit<8>>(set_seq) seq_check = {
+		void apply(inout bit<32> v, out bit<8> rel) {
+			if (v == md.seq1) {
+				rel = INCA_REL_SAME;
+			} else if ((int<32>)(v - md.seq1) < 0) {
+				v = md.seq1;
+				rel = INCA_REL_NEWER;
 			} else {
-				before = INCA_STATE_STALE;
+				rel = INCA_REL_OLDER;
 			}
+		}
+	};
+
+	/* Stage 2: the bitmap of the use; counting returns the sender's bit. */
+	Register<bit<32>, set_index_t>(INCA_NUM_SETS) set_bitmap;
+
+	RegisterAction<bit<32>, set_index_t, bit<32>>(set_bitmap) bitmap_count = {
+		void apply(inout bit<32> v, out bit<32> seen) {
+			seen = v & md.rank_bit;
+			v = v | md.rank_bit;
+		}
+	};
+
+	RegisterAction<bit<32>, set_index_t, bit<32>>(set_bitmap) bitmap_start = {
+		void apply(inout bit<32> v) {
+			v = md.rank_bit;
+		}
+	};
+
+	/* Stage 3: contributions still missing from the use. */
+	Register<bit<8>, set_index_t>(INCA_NUM_SETS) remaining;
+
+	RegisterAction<bit<8>, set_index_t, bit<8>>(remaining) remaining_start = {
+		void apply(inout bit<8> v, out bit<8> now) {
+			v = md.nworkers_m1;
+			now = md.nworkers_m1;
+		}
+	};
+
+	RegisterAction<bit<8>, set_index_t, bit<8>>(remaining) remaining_count = {
+		void apply(inout bit<8> v, out bit<8> now) {
+			if (v != 0) {
+				v = v - 1;
+			}
+			now = v;
+		}
+	};
+
+	RegisterAction<bit<8>, set_index_t, bit<8>>(remaining) remaining_read = {
+		void apply(inout bit<8> v, out bit<8> now) {
+			now = v;
 		}
 	};
 
@@ -92,30 +126,38 @@ control Bitmap(inout inca_headers_t hdr, inout inca_ig_md_t md)
 		md.seq1 = hdr.inca.seq + 1;
 		md.set_index = md.pool_index ++ md.set;
 
-		md.bitmap_before = admit.execute(md.set_index);
-		md.seen = md.bitmap_before & md.rank_bit;
-		md.bitmap_after = md.bitmap_before | md.rank_bit;
+		md.rel = seq_check.execute(md.set_index);
+		if (md.rel == INCA_REL_SAME) {
+			md.seen = bitmap_count.execute(md.set_index);
+		} else if (md.rel == INCA_REL_NEWER) {
+			bitmap_start.execute(md.set_index);
+		}
 
-		if (md.bitmap_before == INCA_STATE_STALE) {
+		if (md.rel == INCA_REL_OLDER) {
 			md.reason = INCA_DROP_STALE;
-		} else if (md.bitmap_before == 0) {
+		} else if (md.rel == INCA_REL_NEWER) {
+			md.cnt = remaining_start.execute(md.set_index);
 			md.exp_out = exp_start.execute(md.set_index);
 			md.lane_op = INCA_LANE_WRITE;
 		} else if (md.seen != 0) {
 			/* Already counted: look at the set, change nothing. */
+			md.cnt = remaining_read.execute(md.set_index);
 			md.exp_out = exp_read.execute(md.set_index);
 			md.lane_op = INCA_LANE_READ_B;
-			if (md.bitmap_before == md.members) {
-				md.verdict = INCA_V_REPLAY;
-			} else {
-				md.reason = INCA_DROP_DUPLICATE;
-			}
 		} else {
+			md.cnt = remaining_count.execute(md.set_index);
 			md.exp_out = exp_max.execute(md.set_index);
 			md.lane_op = INCA_LANE_ADD;
 		}
-		if (md.lane_op == INCA_LANE_WRITE || md.lane_op == INCA_LANE_ADD) {
-			if (md.bitmap_after == md.members) {
+
+		if (md.reason == INCA_DROP_NONE) {
+			if (md.lane_op == INCA_LANE_READ_B) {
+				if (md.cnt == 0) {
+					md.verdict = INCA_V_REPLAY;
+				} else {
+					md.reason = INCA_DROP_DUPLICATE;
+				}
+			} else if (md.cnt == 0) {
 				md.verdict = INCA_V_COMPLETE;
 			} else {
 				md.verdict = INCA_V_PENDING;

@@ -196,6 +196,11 @@ const bit<8> INCA_V_REPLAY = 2;    /* retransmission into a complete set */
  * the switch has at most INCA_SWITCH_MAX_RANKS members.
  */
 const bit<32> INCA_STATE_STALE = 0x80000000;
+
+/* The seq of a contribution against its set's use (bitmap.p4). */
+const bit<8> INCA_REL_OLDER = 0;
+const bit<8> INCA_REL_SAME = 1;
+const bit<8> INCA_REL_NEWER = 2;
 const bit<16> INCA_SWITCH_MAX_RANKS = 31;
 
 /* Lane register operations (processor.p4). */

@@ -49,9 +49,10 @@ struct inca_ig_md_t {
 	lane_index_t lane_idx;
 	bit<32> rank_bit;       /* 1 << rank */
 	bit<32> seq1;           /* the contribution's seq + 1 */
-	bit<32> bitmap_before;  /* what the set's state access returned */
-	bit<32> seen;           /* bitmap_before & rank_bit */
-	bit<32> bitmap_after;   /* bitmap_before | rank_bit */
+	bit<8> rel;             /* INCA_REL_*: the seq against the set's use */
+	bit<32> seen;           /* the sender's bit in the set before */
+	bit<8> cnt;             /* contributions still missing after this one */
+	bit<8> nworkers_m1;     /* members of the job minus one */
 	bit<8> verdict;         /* INCA_V_* */
 	bit<16> exp_in;         /* biased exponents (exp + 128) */
 	bit<16> exp_out;
@@ -153,9 +154,11 @@ control Ingress(inout inca_headers_t hdr,
 	 * in one pipe, its home; the entry for any other pipe sends the frame
 	 * to the home pipe's recirculation port first, so a job may span pipes.
 	 */
-	action job_home(bit<32> members, bit<16> mgid, PortId_t recirc_port) {
+	action job_home(bit<32> members, bit<8> nworkers_m1, bit<16> mgid,
+			PortId_t recirc_port) {
 		md.job_ok = 1;
 		md.members = members;
+		md.nworkers_m1 = nworkers_m1;
 		md.mgid = mgid;
 		md.recirc_port = recirc_port;
 	}

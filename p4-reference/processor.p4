@@ -56,15 +56,45 @@ control Processor(inout bit<32> a, inout bit<32> b, in inca_ig_md_t md)
 		}
 	};
 
-	apply {
-		if (md.lane_op == INCA_LANE_WRITE) {
-			b = lanes_write.execute(md.lane_idx);
-		} else if (md.lane_op == INCA_LANE_ADD) {
-			b = lanes_add.execute(md.lane_idx);
-		} else if (md.lane_op == INCA_LANE_READ_A) {
-			a = lanes_read_a.execute(md.lane_idx);
-		} else if (md.lane_op == INCA_LANE_READ_B) {
-			b = lanes_read_b.execute(md.lane_idx);
+	action do_write() {
+		b = lanes_write.execute(md.lane_idx);
+	}
+
+	action do_add() {
+		b = lanes_add.execute(md.lane_idx);
+	}
+
+	action do_read_a() {
+		a = lanes_read_a.execute(md.lane_idx);
+	}
+
+	action do_read_b() {
+		b = lanes_read_b.execute(md.lane_idx);
+	}
+
+	/* One table per lane pair (a stage holds 16 logical tables). */
+	table lane {
+		key = {
+			md.lane_op : exact;
 		}
+		actions = {
+			do_write;
+			do_add;
+			do_read_a;
+			do_read_b;
+			@defaultonly NoAction;
+		}
+		const entries = {
+			INCA_LANE_WRITE : do_write();
+			INCA_LANE_ADD : do_add();
+			INCA_LANE_READ_A : do_read_a();
+			INCA_LANE_READ_B : do_read_b();
+		}
+		const default_action = NoAction();
+		size = 4;
+	}
+
+	apply {
+		lane.apply();
 	}
 }

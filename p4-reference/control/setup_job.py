@@ -135,7 +135,8 @@ def setup_job(p4, pre, desc):
     for pipe in desc.get('pipes', [0]):
         if pipe == home:
             p4.Ingress.job.add_with_job_home(job=job, token=token, pipe=pipe,
-                                             members=(1 << j['nworkers']) - 1, mgid=mgid,
+                                             members=(1 << j['nworkers']) - 1,
+                                             nworkers_m1=j['nworkers'] - 1, mgid=mgid,
                                              recirc_port=recirc_port(home))
         else:
             p4.Ingress.job.add_with_job_remote(job=job, token=token, pipe=pipe,
@@ -148,7 +149,7 @@ def setup_job(p4, pre, desc):
                                                  mac=mac2int(m['mac']), ip=ip2int(m['ip']),
                                                  udp_port=m['udp_port'],
                                                  vid=m.get('vlan', 0))
-    state = p4.Ingress.bitmap.state
+    bm = p4.Ingress.bitmap
     max_exp = p4.Ingress.bitmap.max_exp
     for slot, pool_index, lane_base in slots:
         p4.Ingress.slot_map.add_with_slot_entry(job=job, slot=slot, count=j['elems'],
@@ -156,7 +157,8 @@ def setup_job(p4, pre, desc):
         # Both sets zeroed: older than any chunk, so the first
         # contribution of each starts a use.
         for s in (0, 1):
-            state.mod(REGISTER_INDEX=2 * pool_index + s, seq1=0, bitmap=0)
+            for reg in (bm.set_seq, bm.set_bitmap, bm.remaining):
+                reg.mod(REGISTER_INDEX=2 * pool_index + s, f1=0)
             max_exp.mod(REGISTER_INDEX=2 * pool_index + s, f1=0)
 
     # Multicast: one node per member, RID = rank, so that egress_rid names

@@ -282,17 +282,18 @@ class TofinoSwitch:
                 job.delete(job=j.id, token=old, pipe=pipe)
             if pipe == self.home:
                 job.add_with_job_home(job=j.id, token=new, pipe=pipe,
-                                      members=(1 << j.nworkers) - 1, mgid=j.mgid,
+                                      members=(1 << j.nworkers) - 1,
+                                      nworkers_m1=j.nworkers - 1, mgid=j.mgid,
                                       recirc_port=self.recirc_port(self.home))
             else:
                 job.add_with_job_remote(job=j.id, token=new, pipe=pipe,
                                         home_recirc_port=self.recirc_port(self.home))
 
     def zero_sets(self, j):
-        state, max_exp = self.p4.Ingress.bitmap.state, self.p4.Ingress.bitmap.max_exp
+        bm = self.p4.Ingress.bitmap
         for i in range(2 * j.pool_base, 2 * (j.pool_base + j.pool_size)):
-            state.mod(REGISTER_INDEX=i, seq1=0, bitmap=0)
-            max_exp.mod(REGISTER_INDEX=i, f1=0)
+            for reg in (bm.set_seq, bm.set_bitmap, bm.remaining, bm.max_exp):
+                reg.mod(REGISTER_INDEX=i, f1=0)
 
     def node_id(self, j, rank):
         return j.id * self.NODE_ROOM + rank + 1
