@@ -191,9 +191,10 @@ const bit<8> INCA_V_COMPLETE = 1;  /* completed the set: RESULT to all */
 const bit<8> INCA_V_REPLAY = 2;    /* retransmission into a complete set */
 
 /*
- * What a set's state access returns for a contribution with an older seq
- * than the set's use (bitmap.p4). Bit 31 is never a member's bit: a job on
- * the switch has at most INCA_SWITCH_MAX_RANKS members.
+ * What the BMv2 program's set access returns for a contribution with an
+ * older seq than the set's use (v1model/inca_v1model.p4). Bit 31 is never a
+ * member's bit: a job on the switch has at most INCA_SWITCH_MAX_RANKS
+ * members (both programs keep that limit, so that they run one subset).
  */
 const bit<32> INCA_STATE_STALE = 0x80000000;
 

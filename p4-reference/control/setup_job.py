@@ -25,7 +25,7 @@ What it programs (README.md, "Setting up a job"):
   - once per switch: agg_addr (the aggregator's IPv4), Egress.aggregator
     (source MAC, IPv4, UDP port of RESULTs), cpu (port of control messages),
     the recirculation ports of every pipe in the parser value set;
-  - Ingress.job: (job, token, pipe) -> job_home(members bitmap, mgid, home
+  - Ingress.job: (job, token, pipe) -> job_home(members bitmap, nworkers - 1, mgid, home
     recirculation port) for the home pipe, job_remote(home recirculation
     port) for the others;
   - Ingress.member: (job, rank, IPv4, UDP port) of every member;
@@ -33,7 +33,7 @@ What it programs (README.md, "Setting up a job"):
   - Egress.member_addr: (job, rank) -> the member's MAC, IPv4, UDP port;
   - $pre.node per member (RID = rank, its port) and $pre.mgid = the job's
     group of those nodes;
-  - zeroes the state (seq + 1, bitmap) and exponent of every set of the
+  - zeroes the seq, bitmap, remaining count and exponent of every set of the
     job's slots: a zeroed set is older than any chunk (bitmap.p4).
 
 Written against the SDE 9.x bfrt_python API; not run here (no SDE).
