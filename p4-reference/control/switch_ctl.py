@@ -90,18 +90,26 @@ ING, EGR = 'IncaIngress', 'IncaEgress'
 
 log = logging.getLogger('switch_ctl')
 
-SOL_PACKET, PACKET_AUXDATA, TP_STATUS_VLAN_VALID = 263, 8, 0x10
+SOL_PACKET, PACKET_AUXDATA = 263, 8
+TP_STATUS_VLAN_VALID, TP_STATUS_VLAN_TPID_VALID = 0x10, 0x40
 AUXDATA = struct.Struct('IIIHHHH')   # struct tpacket_auxdata
+
+
+def vlan_tag(anc):
+    """(TPID, TCI) of the tag the kernel stripped from a received frame
+    into its auxdata (recvmsg's ancillary data), or None."""
+    for level, kind, raw in anc:
+        if level == SOL_PACKET and kind == PACKET_AUXDATA and len(raw) >= AUXDATA.size:
+            status, _, _, _, _, tci, tpid = AUXDATA.unpack(raw[:AUXDATA.size])
+            if status & TP_STATUS_VLAN_VALID:
+                return (tpid if status & TP_STATUS_VLAN_TPID_VALID else 0x8100), tci
+    return None
 
 
 def vlan_of(anc):
     """The VLAN id the kernel stripped from a received frame, or 0."""
-    for level, kind, raw in anc:
-        if level == SOL_PACKET and kind == PACKET_AUXDATA and len(raw) >= AUXDATA.size:
-            status, _, _, _, _, tci, _ = AUXDATA.unpack(raw[:AUXDATA.size])
-            if status & TP_STATUS_VLAN_VALID:
-                return tci & 0xfff
-    return 0
+    tag = vlan_tag(anc)
+    return tag[1] & 0xfff if tag else 0
 
 
 def csum16(data):

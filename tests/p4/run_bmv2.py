@@ -51,22 +51,11 @@ def load(name, path):
     return mod
 
 
-SOL_PACKET, PACKET_AUXDATA = 263, 8
-TP_STATUS_VLAN_VALID, TP_STATUS_VLAN_TPID_VALID = 0x10, 0x40
-AUXDATA = struct.Struct('IIIHHHH')   # struct tpacket_auxdata
-
-
-def with_vlan_tag(data, anc):
+def with_vlan_tag(ctl, data, anc):
     """The frame as it was on the wire: its VLAN tag, which the kernel
     stripped into the packet's auxdata, put back after the MAC addresses."""
-    for level, kind, raw in anc:
-        if level == SOL_PACKET and kind == PACKET_AUXDATA and len(raw) >= AUXDATA.size:
-            status, _, _, _, _, tci, tpid = AUXDATA.unpack(raw[:AUXDATA.size])
-            if status & TP_STATUS_VLAN_VALID:
-                if not status & TP_STATUS_VLAN_TPID_VALID:
-                    tpid = 0x8100
-                return data[:12] + struct.pack('!HH', tpid, tci) + data[12:]
-    return data
+    tag = ctl.vlan_tag(anc)
+    return data if tag is None else data[:12] + struct.pack('!HH', *tag) + data[12:]
 
 
 def io_main(args):
@@ -77,7 +66,8 @@ def io_main(args):
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
     s.bind((args.iface, 0))
     # The kernel moves a received 802.1Q tag into metadata; ask for it.
-    s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+    ctl = load('switch_ctl', os.path.join(ROOT, 'p4-reference', 'control', 'switch_ctl.py'))
+    s.setsockopt(ctl.SOL_PACKET, ctl.PACKET_AUXDATA, 1)
     s.settimeout(0.5)
     for f in frames:
         s.send(f)
@@ -88,12 +78,12 @@ def io_main(args):
     deadline = time.monotonic() + args.io_timeout
     while time.monotonic() < deadline:
         try:
-            data, anc, _, addr = s.recvmsg(65536, socket.CMSG_SPACE(AUXDATA.size))
+            data, anc, _, addr = s.recvmsg(65536, socket.CMSG_SPACE(ctl.AUXDATA.size))
         except socket.timeout:
             continue
         if addr[2] == socket.PACKET_OUTGOING:
             continue
-        data = with_vlan_tag(data, anc)
+        data = with_vlan_tag(ctl, data, anc)
         if data[12:14] == MARKER_TYPE.to_bytes(2, 'big'):
             wrpcap(args.io_out, [Ether(g) for g in got])
             print('%d frames sent, %d received before the marker' % (len(frames), len(got)))
