@@ -198,9 +198,12 @@ check_ctrl_len(unsigned int type, size_t body_len)
 	switch (type) {
 	case INCA_MSG_HELLO:
 	case INCA_MSG_CAPS:
+		return body_len == INCA_CTRL_LEN ? INCA_WIRE_OK : INCA_WIRE_CTRL_LEN;
 	case INCA_MSG_JOIN:
 	case INCA_MSG_JOIN_ACK:
-		return body_len == INCA_CTRL_LEN ? INCA_WIRE_OK : INCA_WIRE_CTRL_LEN;
+		/* Optionally followed by a RoCEv2 binding. */
+		return body_len == INCA_CTRL_LEN || body_len == INCA_CTRL_LEN + INCA_ROCE_EXT_LEN ?
+			INCA_WIRE_OK : INCA_WIRE_CTRL_LEN;
 	default:
 		/* LEAVE, LEAVE_ACK, HEARTBEAT, HEARTBEAT_ACK, NACK. */
 		return body_len == 0 || body_len == INCA_CTRL_LEN ?
@@ -225,6 +228,18 @@ check_ctrl_fields(unsigned int type, const void *body)
 	if (c.max_elems > INCA_MAX_ELEMS)
 		return INCA_WIRE_CTRL_FIELD;
 	if (c.caps & ~INCA_CAP_MASK)
+		return INCA_WIRE_CTRL_FIELD;
+	return INCA_WIRE_OK;
+}
+
+/* A RoCEv2 binding: a real queue pair, a non-controlled Q_Key, zeros. */
+static enum inca_wire_err
+check_roce_ext(const uint8_t *p)
+{
+	uint32_t qpn = get32(p), qkey = get32(p + 4);
+
+	if (qpn < INCA_ROCE_QPN_MIN || qpn > INCA_ROCE_QPN_MAX || (qkey & 0x80000000u) ||
+	    get32(p + 8) != 0 || get32(p + 12) != 0)
 		return INCA_WIRE_CTRL_FIELD;
 	return INCA_WIRE_OK;
 }
@@ -296,8 +311,10 @@ inca_msg_decode(const void *buf, size_t len, unsigned max_elems, struct inca_msg
 
 	if (m->type == INCA_MSG_NACK ? !is_known_reason(m->reason) : m->reason != 0)
 		return INCA_WIRE_REASON;
-	if (!is_data(m->type) && m->body_len == INCA_CTRL_LEN) {
+	if (!is_data(m->type) && m->body_len >= INCA_CTRL_LEN) {
 		err = check_ctrl_fields(m->type, m->body);
+		if (err == INCA_WIRE_OK && m->body_len > INCA_CTRL_LEN)
+			err = check_roce_ext((const uint8_t *)m->body + INCA_CTRL_LEN);
 		if (err != INCA_WIRE_OK)
 			return err;
 	}
@@ -374,6 +391,85 @@ inca_ctrl_encode(const struct inca_ctrl_info *c, void *buf)
 	put32(p + CTRL_OFF(evict_ms), c->evict_ms);
 	put32(p + CTRL_OFF(pool_base), c->pool_base);
 	put32(p + CTRL_OFF(session), c->session);
+}
+
+int
+inca_roce_ext_decode(const struct inca_msg *m, struct inca_roce_ext *x)
+{
+	const uint8_t *p = (const uint8_t *)m->body + INCA_CTRL_LEN;
+
+	if ((m->type != INCA_MSG_JOIN && m->type != INCA_MSG_JOIN_ACK) ||
+	    m->body_len != INCA_CTRL_LEN + INCA_ROCE_EXT_LEN)
+		return 0;
+	x->qpn = get32(p);
+	x->qkey = get32(p + 4);
+	x->rsvd[0] = get32(p + 8);
+	x->rsvd[1] = get32(p + 12);
+	return 1;
+}
+
+void
+inca_roce_ext_encode(const struct inca_roce_ext *x, void *buf)
+{
+	uint8_t *p = buf;
+
+	put32(p, x->qpn);
+	put32(p + 4, x->qkey);
+	put32(p + 8, 0);
+	put32(p + 12, 0);
+}
+
+/*
+ * RoCEv2. BTH: opcode, SE | M | PadCnt(2) | TVer(4), P_Key, FECN | BECN |
+ * resv6, DestQP(24), A | resv7, PSN(24). DETH: Q_Key, resv8, SrcQP(24).
+ */
+enum inca_wire_err
+inca_roce_parse(const void *buf, size_t len, struct inca_roce_info *r, const uint8_t **msg,
+		size_t *msg_len)
+{
+	const uint8_t *p = buf;
+	size_t payload;
+
+	if (len < INCA_ROCE_HDR_LEN + INCA_HDR_LEN + INCA_ICRC_LEN)
+		return INCA_WIRE_ROCE_SHORT;
+	r->opcode = p[0];
+	r->pad = (p[1] >> 4) & 3;
+	r->pkey = get16(p + 2);
+	r->dqpn = get32(p + 4) & 0xffffff;
+	r->psn = get32(p + 8) & 0xffffff;
+	r->qkey = get32(p + 12);
+	r->sqpn = get32(p + 16) & 0xffffff;
+	if (r->opcode != INCA_ROCE_OP_UD_SEND_ONLY)
+		return INCA_WIRE_ROCE_OPCODE;
+	if ((p[1] & 0x0f) != 0)
+		return INCA_WIRE_ROCE_TVER;
+	if (r->pkey != INCA_ROCE_PKEY)
+		return INCA_WIRE_ROCE_PKEY;
+	/* An InfiniBand payload is whole 32-bit words; the pad count says
+	 * how many bytes of the last one are not the message's. */
+	payload = len - INCA_ROCE_HDR_LEN - INCA_ICRC_LEN;
+	if (payload % 4 != 0 || payload - r->pad < INCA_HDR_LEN)
+		return INCA_WIRE_ROCE_PAD;
+	*msg = p + INCA_ROCE_HDR_LEN;
+	*msg_len = payload - r->pad;
+	return INCA_WIRE_OK;
+}
+
+size_t
+inca_roce_encap(void *buf, const struct inca_roce_info *r, size_t msg_len)
+{
+	uint8_t *p = buf;
+	unsigned int pad = (unsigned int)(-msg_len & 3);
+
+	p[0] = r->opcode;
+	p[1] = (uint8_t)(pad << 4); /* SE 0, MigReq 0, TVer 0 */
+	put16(p + 2, r->pkey);
+	put32(p + 4, r->dqpn & 0xffffff); /* FECN, BECN, resv6: 0 */
+	put32(p + 8, r->psn & 0xffffff);  /* AckReq 0 */
+	put32(p + 12, r->qkey);
+	put32(p + 16, r->sqpn & 0xffffff);
+	memset(p + INCA_ROCE_HDR_LEN + msg_len, 0, pad);
+	return INCA_ROCE_HDR_LEN + msg_len + pad + INCA_ICRC_LEN;
 }
 
 /* Frames. */

@@ -73,7 +73,8 @@ const bit<16> INCA_CAP_NATIVE_FLOAT = 0x0001;
 const bit<16> INCA_CAP_BFP = 0x0002;
 const bit<16> INCA_CAP_SEQ_CHECK = 0x0004;
 const bit<16> INCA_CAP_FIXED_COUNT = 0x0008;
-const bit<16> INCA_CAP_MASK = 0x000f;
+const bit<16> INCA_CAP_ROCE = 0x0010; // incad only: the switch has no RoCEv2
+const bit<16> INCA_CAP_MASK = 0x001f;
 
 /* ---- Frame headers ---- */
 

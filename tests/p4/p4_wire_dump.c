@@ -75,6 +75,7 @@ main(void)
 	printf("cap BFP %d\n", INCA_CAP_BFP);
 	printf("cap SEQ_CHECK %d\n", INCA_CAP_SEQ_CHECK);
 	printf("cap FIXED_COUNT %d\n", INCA_CAP_FIXED_COUNT);
+	printf("cap ROCE %d\n", INCA_CAP_ROCE);
 	printf("cap MASK %d\n", INCA_CAP_MASK);
 	return 0;
 }

@@ -431,6 +431,7 @@ START_TEST(test_flags_caps)
 	static const struct named caps[] = {
 		{ "NATIVE_FLOAT", INCA_CAP_NATIVE_FLOAT }, { "BFP", INCA_CAP_BFP },
 		{ "SEQ_CHECK", INCA_CAP_SEQ_CHECK }, { "FIXED_COUNT", INCA_CAP_FIXED_COUNT },
+		{ "ROCE", INCA_CAP_ROCE },
 	};
 	unsigned long all = 0;
 	size_t i;
@@ -498,7 +499,8 @@ START_TEST(test_validation)
 	unsigned int e;
 
 	check_reason_table("Frame checks", seen, INCA_WIRE_OK + 1, INCA_WIRE_SHORT, 0);
-	check_reason_table("Message checks", seen, INCA_WIRE_SHORT, INCA_WIRE_ERR_COUNT, 1);
+	check_reason_table("Message checks", seen, INCA_WIRE_SHORT, INCA_WIRE_ROCE_SHORT, 1);
+	check_reason_table("RoCEv2 checks", seen, INCA_WIRE_ROCE_SHORT, INCA_WIRE_ERR_COUNT, 1);
 	for (e = INCA_WIRE_OK + 1; e < INCA_WIRE_ERR_COUNT; e++)
 		ck_assert_msg(seen[e], "validation tables lack %s", inca_wire_err_name(e));
 }

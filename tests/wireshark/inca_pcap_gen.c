@@ -909,6 +909,7 @@ print_tables(void)
 	printf("cap\t%d\tBFP\n", INCA_CAP_BFP);
 	printf("cap\t%d\tSEQ_CHECK\n", INCA_CAP_SEQ_CHECK);
 	printf("cap\t%d\tFIXED_COUNT\n", INCA_CAP_FIXED_COUNT);
+	printf("cap\t%d\tROCE\n", INCA_CAP_ROCE);
 	printf("capmask\t%d\n", INCA_CAP_MASK);
 	for (v = INCA_WIRE_SHORT; v < INCA_WIRE_ERR_COUNT; v++)
 		printf("wireerr\t%u\t%s\t%s\n", v, inca_wire_err_name(v), inca_wire_err_str(v));

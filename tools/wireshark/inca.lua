@@ -90,8 +90,9 @@ local CAPS = {
 	{ "BFP", 0x0002 },
 	{ "SEQ_CHECK", 0x0004 },
 	{ "FIXED_COUNT", 0x0008 },
+	{ "ROCE", 0x0010 },
 }
-local CAP_MASK = 0x000f
+local CAP_MASK = 0x001f
 
 -- The message checks of INCA_WIRE_ERRORS (from SHORT on; the frame checks
 -- before it are Ethernet, IPv4 and UDP's, which Wireshark dissects itself).

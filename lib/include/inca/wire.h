@@ -172,7 +172,8 @@ struct inca_hdr {
 #define INCA_CAP_BFP 0x0002          /**< max of per-packet exponents */
 #define INCA_CAP_SEQ_CHECK 0x0004    /**< rejects stale chunks by seq */
 #define INCA_CAP_FIXED_COUNT 0x0008  /**< counts only data of exactly max_elems: pad */
-#define INCA_CAP_MASK 0x000f
+#define INCA_CAP_ROCE 0x0010         /**< takes CONTRIBs as RoCEv2 UD SENDs (see below) */
+#define INCA_CAP_MASK 0x001f
 
 /**
  * Body of a control message: 32 bytes, network byte order.
@@ -253,13 +254,76 @@ _Static_assert(offsetof(struct inca_ctrl, session) == 28, "inca_ctrl.session");
 	X(CTRL_LEN, "control body has the wrong length") \
 	X(REASON, "NACK without a known reason, or reason in a non-NACK") \
 	X(CTRL_FIELD, "control body field out of range") \
-	X(BFP_DTYPE, "block fixed point flag on a non-int32 message")
+	X(BFP_DTYPE, "block fixed point flag on a non-int32 message") \
+	X(ROCE_SHORT, "RoCEv2 packet shorter than BTH, DETH, INCA header and ICRC") \
+	X(ROCE_OPCODE, "BTH opcode is not UD SEND only") \
+	X(ROCE_TVER, "BTH transport header version is not 0") \
+	X(ROCE_PKEY, "partition key is not the default partition 0xffff") \
+	X(ROCE_PAD, "BTH pad count does not leave a whole INCA message") \
+	X(ROCE_ICRC, "bad RoCEv2 invariant CRC") \
+	X(ROCE_QPN, "destination queue pair is not the aggregator's") \
+	X(ROCE_QKEY, "DETH Q_Key is not the aggregator's")
 
 enum inca_wire_err {
 #define INCA_X_(n, d) INCA_WIRE_##n,
 	INCA_WIRE_ERRORS(INCA_X_)
 #undef INCA_X_
 	INCA_WIRE_ERR_COUNT
+};
+
+/*
+ * RoCEv2 data path (docs/protocol.md, "RoCEv2"). A worker whose NIC speaks
+ * RoCEv2 may send its CONTRIBs as Unreliable Datagram SEND-only packets and
+ * get its RESULTs and data NACKs the same way; the control messages stay on
+ * the UDP port. The INCA message is the SEND's payload, unchanged:
+ *
+ *     Ethernet | IPv4 | UDP (to 4791) | BTH (12) | DETH (8) |
+ *     struct inca_hdr | body | pad (0..3 zero bytes) | ICRC (4)
+ *
+ * A worker binds its queue pair to its membership in JOIN, with a struct
+ * inca_roce_ext after the control body; the JOIN_ACK answers with the
+ * aggregator's queue pair and Q_Key in the same extension.
+ */
+/** RoCEv2 UDP destination port (IANA). */
+#define INCA_ROCE_PORT 4791
+/** Base Transport Header, Datagram Extended Transport Header, invariant CRC. */
+#define INCA_BTH_LEN 12
+#define INCA_DETH_LEN 8
+#define INCA_ICRC_LEN 4
+/** Bytes between the UDP header and the INCA header of a RoCEv2 message. */
+#define INCA_ROCE_HDR_LEN (INCA_BTH_LEN + INCA_DETH_LEN)
+/** BTH opcode of every INCA RoCEv2 packet: UD, SEND only. */
+#define INCA_ROCE_OP_UD_SEND_ONLY 0x64
+/** The only partition key INCA uses: the default partition, full member. */
+#define INCA_ROCE_PKEY 0xffff
+/** Queue pair numbers are 24 bits; 0 and 1 are the management QPs. */
+#define INCA_ROCE_QPN_MIN 2
+#define INCA_ROCE_QPN_MAX 0xffffff
+/** Size of the RoCEv2 extension after a JOIN or JOIN_ACK control body. */
+#define INCA_ROCE_EXT_LEN 16
+
+/**
+ * The RoCEv2 binding carried after the control body of a JOIN (the
+ * worker's queue pair and the Q_Key it accepts) and of the JOIN_ACK that
+ * admits it (the aggregator's queue pair and Q_Key). Network byte order.
+ */
+struct inca_roce_ext {
+	uint32_t qpn;      /**< queue pair number, INCA_ROCE_QPN_MIN..MAX */
+	uint32_t qkey;     /**< Q_Key the sender's queue pair accepts; bit 31 clear */
+	uint32_t rsvd[2];  /**< zero */
+};
+
+_Static_assert(sizeof(struct inca_roce_ext) == INCA_ROCE_EXT_LEN, "inca_roce_ext size");
+
+/** What inca_roce_parse() read from BTH and DETH, host byte order. */
+struct inca_roce_info {
+	uint8_t opcode;
+	uint8_t pad;     /**< BTH pad count */
+	uint16_t pkey;
+	uint32_t dqpn;   /**< destination queue pair */
+	uint32_t psn;
+	uint32_t qkey;
+	uint32_t sqpn;   /**< source queue pair */
 };
 
 /** Header fields in host byte order: what decode produces and encode takes. */
@@ -356,6 +420,36 @@ enum inca_wire_err inca_frame_parse(const void *frame, size_t len, uint16_t udp_
 size_t inca_frame_build(void *frame, const uint8_t dst_mac[6], const uint8_t src_mac[6],
 			uint32_t src_ip, uint32_t dst_ip, uint16_t src_port, uint16_t dst_port,
 			size_t msg_len);
+
+/**
+ * Validate the BTH and DETH of a RoCEv2 UDP payload (@p buf, @p len bytes
+ * from the BTH up to and including the ICRC) and locate the INCA message:
+ * length, opcode, transport version, partition key and pad count, in the
+ * order of enum inca_wire_err. The ICRC, queue pair and Q_Key are the
+ * receiver's to check. Fills @p r, and @p msg / @p msg_len with the INCA
+ * message (without pad and ICRC). Thread-safe.
+ */
+enum inca_wire_err inca_roce_parse(const void *buf, size_t len, struct inca_roce_info *r,
+				   const uint8_t **msg, size_t *msg_len);
+
+/**
+ * Write BTH and DETH from @p r (opcode, pkey, dqpn, psn, qkey, sqpn; the pad
+ * count is computed) into the INCA_ROCE_HDR_LEN bytes at @p buf, in front
+ * of an INCA message of @p msg_len bytes that must follow them, and zero
+ * the pad bytes after the message. Returns the RoCEv2 UDP payload length
+ * (headers, message, pad and the ICRC, which is left for the sender to
+ * compute). Thread-safe.
+ */
+size_t inca_roce_encap(void *buf, const struct inca_roce_info *r, size_t msg_len);
+
+/**
+ * The RoCEv2 binding of a JOIN or JOIN_ACK @p m decoded by
+ * inca_msg_decode(): 1 and @p x filled (host byte order) if it carries
+ * one, else 0. Thread-safe.
+ */
+int inca_roce_ext_decode(const struct inca_msg *m, struct inca_roce_ext *x);
+/** Encode @p x (host byte order) into INCA_ROCE_EXT_LEN bytes at @p buf. */
+void inca_roce_ext_encode(const struct inca_roce_ext *x, void *buf);
 
 /** RFC 1071 Internet checksum of @p len bytes starting from @p sum. */
 uint16_t inca_csum(const void *buf, size_t len, uint32_t sum);
