@@ -285,6 +285,18 @@ parse_mac(const char *s, uint8_t mac[6])
 }
 
 static void
+parse_roce(struct parser *p, const config_setting_t *g, struct incad_config *c)
+{
+	static const char *const keys[] = {"enabled", "qpn", "qkey", NULL};
+
+	check_keys(p, g, "roce", keys);
+	get_bool(p, g, "enabled", &c->roce);
+	GET_UINT(p, g, "qpn", INCA_ROCE_QPN_MIN, INCA_ROCE_QPN_MAX, false, c->roce_qpn);
+	/* Bit 31 marks a controlled Q_Key, which only privileged QPs may send. */
+	GET_UINT(p, g, "qkey", 0, 0x7fffffff, false, c->roce_qkey);
+}
+
+static void
 parse_idle(struct parser *p, const config_setting_t *g, struct incad_config *c)
 {
 	static const char *const keys[] = {"policy", "max_sleep_us", "empty_polls", "hot_us",
@@ -772,6 +784,9 @@ incad_config_defaults(struct incad_config *c)
 	c->idle_max_sleep_us = 200;
 	c->idle_empty_polls = 64;
 	c->idle_hot_us = 500;
+	c->roce = false;
+	c->roce_qpn = 0x494e;       /* "IN" */
+	c->roce_qkey = 0x494e4341;  /* "INCA" */
 	c->mbufs = 8191;
 	c->ring_size = 1024;
 	c->pool_size = 64;
@@ -793,7 +808,7 @@ incad_config_load(const char *path, struct incad_config *c)
 	static const char *const root_keys[] = {"mode", "inca_port", "workers", "idle",
 						"memory", "aggregation", "timeouts",
 						"stats_interval", "switch", "ports", "tenants",
-						"jobs", "control", NULL};
+						"jobs", "control", "roce", NULL};
 	static const char *const mem_keys[] = {"mbufs", "ring_size", NULL};
 	static const char *const agg_keys[] = {"pool_size", "max_elems", "window",
 					       "max_slots", "session_seed", NULL};
@@ -846,6 +861,12 @@ incad_config_load(const char *path, struct incad_config *c)
 	g = member_of(&p, root, "idle", CONFIG_TYPE_GROUP, false);
 	if (g != NULL)
 		parse_idle(&p, g, c);
+	g = member_of(&p, root, "roce", CONFIG_TYPE_GROUP, false);
+	if (g != NULL) {
+		parse_roce(&p, g, c);
+		if (c->roce && c->inca_port == INCA_ROCE_PORT)
+			perr(&p, g, "roce: inca_port must not be the RoCEv2 port %d", INCA_ROCE_PORT);
+	}
 	g = member_of(&p, root, "memory", CONFIG_TYPE_GROUP, false);
 	if (g != NULL) {
 		check_keys(&p, g, "memory", mem_keys);

@@ -121,6 +121,9 @@ struct incad_config {
 	uint32_t idle_max_sleep_us;
 	uint32_t idle_empty_polls;     /* empty polls before the first sleep */
 	uint32_t idle_hot_us;          /* and no sleep this long after the last work */
+	bool roce;                     /* RoCEv2 members (docs/protocol.md, "RoCEv2 transport") */
+	uint32_t roce_qpn;             /* incad's queue pair number */
+	uint32_t roce_qkey;            /* the Q_Key incad accepts */
 	uint32_t mbufs;                /* mbuf pool size */
 	uint32_t ring_size;            /* per-lcore dispatch and tx rings */
 	uint16_t pool_size;            /* default slots of a dynamic job */

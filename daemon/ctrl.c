@@ -110,27 +110,37 @@ caps_info(struct inca_ctrl_info *c)
 	c->pool_size = incad.cfg.pool_size;
 	c->window = incad.cfg.window < incad.cfg.pool_size ? incad.cfg.window :
 							      incad.cfg.pool_size;
-	c->caps = CAPS_BITS;
+	c->caps = CAPS_BITS | (incad.cfg.roce ? INCA_CAP_ROCE : 0);
 	c->hb_ms = incad.cfg.hb_ms;
 	c->evict_ms = incad.cfg.evict_ms;
 }
 
-/* Answer the request in @m with @type (+ control body @c); frees @m. */
+/*
+ * Answer the request in @m with @type (+ control body @c, + the RoCEv2
+ * extension @x after it); frees @m.
+ */
 static void
-reply(struct incad_lcore *lc, struct rte_mbuf *m, uint8_t type, uint16_t reason,
-      const struct inca_ctrl_info *c)
+reply_ext(struct incad_lcore *lc, struct rte_mbuf *m, uint8_t type, uint16_t reason,
+	  const struct inca_ctrl_info *c, const struct inca_roce_ext *x)
 {
 	const struct incad_meta *meta = incad_meta(m);
-	uint8_t body[INCA_CTRL_LEN];
+	uint8_t body[INCA_CTRL_LEN + INCA_ROCE_EXT_LEN];
+	size_t len = 0;
 	struct incad_dest d;
 	struct inca_msg h;
 	struct rte_mbuf *r;
 
 	incad_dest_of(meta, &d);
 	incad_reply_hdr(&meta->msg, type, reason, &h);
-	if (c != NULL)
+	if (c != NULL) {
 		inca_ctrl_encode(c, body);
-	r = incad_build_msg(lc, &d, &h, body, c != NULL ? INCA_CTRL_LEN : 0);
+		len = INCA_CTRL_LEN;
+		if (x != NULL) {
+			inca_roce_ext_encode(x, body + len);
+			len += INCA_ROCE_EXT_LEN;
+		}
+	}
+	r = incad_build_msg(lc, &d, &h, body, len);
 	rte_pktmbuf_free(m);
 	if (r == NULL)
 		return;
@@ -141,6 +151,13 @@ reply(struct incad_lcore *lc, struct rte_mbuf *m, uint8_t type, uint16_t reason,
 		lc->st.cnt[INCAD_CNT_CTRL_TX]++;
 	}
 	incad_tx(lc, r, d.port);
+}
+
+static void
+reply(struct incad_lcore *lc, struct rte_mbuf *m, uint8_t type, uint16_t reason,
+      const struct inca_ctrl_info *c)
+{
+	reply_ext(lc, m, type, reason, c, NULL);
 }
 
 static void
@@ -454,6 +471,7 @@ vlan_allowed(const struct incad_tenant_conf *tc, uint16_t vlan)
 static void
 join_ack(struct incad_lcore *lc, struct rte_mbuf *m, const struct incad_job *j)
 {
+	const struct incad_member *mb = &j->view->m[incad_meta(m)->msg.rank];
 	const struct incad_grant *g = &j->view->g;
 	struct inca_ctrl_info c;
 
@@ -466,6 +484,13 @@ join_ack(struct incad_lcore *lc, struct rte_mbuf *m, const struct incad_job *j)
 	c.window = g->window;
 	c.pool_base = j->pool_base;
 	c.session = j->view->session;
+	/* A RoCE member learns where its CONTRIBs go. */
+	if (mb->qpn != 0) {
+		struct inca_roce_ext x = {.qpn = incad.cfg.roce_qpn, .qkey = incad.cfg.roce_qkey};
+
+		reply_ext(lc, m, INCA_MSG_JOIN_ACK, 0, &c, &x);
+		return;
+	}
 	reply(lc, m, INCA_MSG_JOIN_ACK, 0, &c);
 }
 
@@ -481,11 +506,20 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	struct inca_ctrl_info c;
 	struct incad_grant g;
 	struct incad_view nv;
+	struct inca_roce_ext x = {0};
 	uint16_t wanted_d, wanted_o, nworkers;
-	bool created = false;
+	bool created = false, roce;
 	int t, err = 0;
 
 	inca_ctrl_decode(msg->body, &c);
+	/* A queue pair to bind: only when incad offers RoCE, as CAPS says;
+	 * otherwise the JOIN is one incad does not understand. */
+	roce = inca_roce_ext_decode(msg, &x) != 0;
+	if (roce && !incad.cfg.roce) {
+		lc->st.wire[INCA_WIRE_CTRL_LEN]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
 	if (c.ver_min > INCA_PROTO_VERSION || c.ver_max < INCA_PROTO_VERSION) {
 		nack(lc, m, INCA_NACK_BAD_VERSION);
 		return;
@@ -565,7 +599,7 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		nack(lc, m, INCA_NACK_JOB_FULL);
 		return;
 	}
-	if (j->view->cur & bit) {
+	if ((j->view->cur & bit) && j->view->m[msg->rank].qpn == x.qpn) {
 		/* A repeated JOIN from the member's address gets the same answer. */
 		__atomic_store_n(&j->last_seen[msg->rank], now, __ATOMIC_RELAXED);
 		join_ack(lc, m, j);
@@ -606,6 +640,8 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	nv.m[msg->rank].port = meta->in_port;
 	nv.m[msg->rank].vlan = meta->vlan;
 	memcpy(nv.m[msg->rank].mac, meta->src_mac, 6);
+	nv.m[msg->rank].qpn = roce ? x.qpn : 0;
+	nv.m[msg->rank].qkey = roce ? x.qkey : 0;
 	__atomic_store_n(&j->last_seen[msg->rank], now, __ATOMIC_RELAXED);
 	if (view_update(lc, j, &nv, false) != 0) {
 		if (created)

@@ -31,21 +31,42 @@ struct incad_member {
 	uint16_t port;      /* index into incad.ports */
 	uint16_t vlan;      /* 802.1Q VLAN id it joined on, 0: untagged */
 	uint8_t mac[6];
+	uint32_t qpn;       /* RoCE member: its UD queue pair; 0: a UDP member */
+	uint32_t qkey;      /* RoCE member: the Q_Key its queue pair accepts */
 };
 
+/* The host a member joined from: IP, MAC, incad port and VLAN. */
+static inline bool
+incad_member_host(const struct incad_member *mb, const struct incad_meta *meta)
+{
+	return mb->ip == meta->src_ip && mb->port == meta->in_port && mb->vlan == meta->vlan &&
+	       memcmp(mb->mac, meta->src_mac, 6) == 0;
+}
+
 /*
- * Does a frame come from this member? Its IP and UDP port, and also the MAC
- * and the incad port its JOIN came from: a host elsewhere on the L2 domain
- * that forges a member's IP and port (and knows the token) must not count
- * as the member (docs/threat-model.md). A member whose NIC or port changes
- * joins again.
+ * Does a control message come from this member? Its IP and UDP port, and
+ * also the MAC and the incad port its JOIN came from: a host elsewhere on
+ * the L2 domain that forges a member's IP and port (and knows the token)
+ * must not count as the member (docs/threat-model.md). A member whose NIC
+ * or port changes joins again. Control messages are UDP, RoCE members'
+ * too.
  */
 static inline bool
 incad_member_match(const struct incad_member *mb, const struct incad_meta *meta)
 {
-	return mb->ip == meta->src_ip && mb->udp_port == meta->src_port &&
-	       mb->port == meta->in_port && mb->vlan == meta->vlan &&
-	       memcmp(mb->mac, meta->src_mac, 6) == 0;
+	return meta->qpn == 0 && mb->udp_port == meta->src_port && incad_member_host(mb, meta);
+}
+
+/*
+ * Does a data message come from this member? A UDP member's by UDP from
+ * its address and port; a RoCE member's by RoCEv2 from its queue pair (the
+ * UDP source port of RoCEv2 is entropy, not identity), and never by UDP.
+ */
+static inline bool
+incad_member_data_match(const struct incad_member *mb, const struct incad_meta *meta)
+{
+	return mb->qpn == meta->qpn && (mb->qpn != 0 || mb->udp_port == meta->src_port) &&
+	       incad_member_host(mb, meta);
 }
 
 /* Immutable once published; replaced as a whole when membership changes. */

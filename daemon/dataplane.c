@@ -195,14 +195,24 @@ send_results(struct incad_lcore *lc, const struct incad_job *job,
 		m->pkt_len = len;
 		memcpy(rte_pktmbuf_mtod(m, void *), rte_pktmbuf_mtod(first, void *), len);
 		result_patch(rte_pktmbuf_mtod(m, uint8_t *), fm, frank, &v->m[r], r);
+		if (v->m[r].qpn != 0) {
+			m = incad_roce_wrap(lc, m, v->m[r].qpn, v->m[r].qkey);
+			if (m == NULL)
+				continue;
+		}
 		m = incad_vlan_tag(lc, m, v->m[r].vlan);
 		if (m == NULL)
 			continue;
 		lc->st.cnt[INCAD_CNT_RESULT_TX]++;
 		incad_tx(lc, m, v->m[r].port);
 	}
-	/* The template goes last (untagged until its copies are made): once
-	 * queued it may be sent and freed. */
+	/* The template goes last (untagged and UDP until its copies are
+	 * made): once queued it may be sent and freed. */
+	if (fm->qpn != 0) {
+		first = incad_roce_wrap(lc, first, fm->qpn, fm->qkey);
+		if (first == NULL)
+			return;
+	}
 	first = incad_vlan_tag(lc, first, fm->vlan);
 	if (first == NULL)
 		return;
@@ -210,14 +220,17 @@ send_results(struct incad_lcore *lc, const struct incad_job *job,
 	incad_tx(lc, first, fm->port);
 }
 
+/* NACK @reason to the sender of @meta, the member @mb (its Q_Key if RoCE). */
 static void
-send_nack(struct incad_lcore *lc, const struct incad_meta *meta, uint16_t reason)
+send_nack(struct incad_lcore *lc, const struct incad_meta *meta, const struct incad_member *mb,
+	  uint16_t reason)
 {
 	struct incad_dest d;
 	struct inca_msg h;
 	struct rte_mbuf *m;
 
 	incad_dest_of(meta, &d);
+	d.qkey = mb->qkey;
 	incad_reply_hdr(&meta->msg, INCA_MSG_NACK, reason, &h);
 	m = incad_build_msg(lc, &d, &h, NULL, 0);
 	if (m == NULL)
@@ -250,6 +263,8 @@ nack_members(struct incad_lcore *lc, const struct incad_view *v, const struct in
 		d.local_ip = v->m[r].local_ip;
 		d.udp_port = v->m[r].udp_port;
 		d.vlan = v->m[r].vlan;
+		d.qpn = v->m[r].qpn;
+		d.qkey = v->m[r].qkey;
 		incad_reply_hdr(msg, INCA_MSG_NACK, reason, &h);
 		h.rank = (uint16_t)r;
 		m = incad_build_msg(lc, &d, &h, NULL, 0);
@@ -380,8 +395,8 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		js->c[INCAD_JOB_DROP]++;
 		/* A late packet of the incarnation before this one: never
 		 * counted; its sender, if it is the member, must rejoin. */
-		if (incad_prev_session(v, msg->token) && incad_member_match(mb, meta)) {
-			send_nack(lc, meta, (v->evicted & bit) ? INCA_NACK_EVICTED :
+		if (incad_prev_session(v, msg->token) && incad_member_data_match(mb, meta)) {
+			send_nack(lc, meta, mb, (v->evicted & bit) ? INCA_NACK_EVICTED :
 								 INCA_NACK_MEMBER_LOST);
 			incad_drop_mbuf(lc, m, INCAD_DROP_STALE_SESSION);
 			return;
@@ -390,11 +405,11 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		rte_pktmbuf_free(m);
 		return;
 	}
-	addr_ok = incad_member_match(mb, meta);
+	addr_ok = incad_member_data_match(mb, meta);
 	if (!(v->live & bit) || !addr_ok) {
 		js->c[INCAD_JOB_DROP]++;
 		if ((v->evicted & bit) && addr_ok) {
-			send_nack(lc, meta, INCA_NACK_EVICTED);
+			send_nack(lc, meta, mb, INCA_NACK_EVICTED);
 			incad_drop_mbuf(lc, m, INCAD_DROP_EVICTED);
 		} else {
 			incad_drop_mbuf(lc, m, INCAD_DROP_NOT_MEMBER_ADDR);
@@ -404,7 +419,7 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	__atomic_store_n(&job->last_seen[msg->rank], now, __ATOMIC_RELAXED);
 	if (v->lost != 0) {
 		js->c[INCAD_JOB_DROP]++;
-		send_nack(lc, meta, INCA_NACK_MEMBER_LOST);
+		send_nack(lc, meta, mb, INCA_NACK_MEMBER_LOST);
 		incad_drop_mbuf(lc, m, INCAD_DROP_MEMBER_LOST);
 		return;
 	}
@@ -416,7 +431,7 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 
 	if (unlikely(msg->count > v->g.max_elems)) {
 		js->c[INCAD_JOB_DROP]++;
-		send_nack(lc, meta, INCA_NACK_TOO_LARGE);
+		send_nack(lc, meta, mb, INCA_NACK_TOO_LARGE);
 		incad_drop_mbuf(lc, m, INCAD_DROP_CONTRIB_REFUSED);
 		return;
 	}
@@ -447,6 +462,8 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		struct rte_mbuf *r = result_build(lc, job, out.set, mb, msg->rank, true, m);
 
 		js->c[INCAD_JOB_REPLAY]++;
+		if (r != NULL && mb->qpn != 0)
+			r = incad_roce_wrap(lc, r, mb->qpn, mb->qkey);
 		if (r != NULL)
 			r = incad_vlan_tag(lc, r, mb->vlan);
 		if (r != NULL) {
@@ -461,7 +478,7 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		if (out.first)
 			nack_members(lc, v, msg, INCA_NACK_MISMATCH);
 		else
-			send_nack(lc, meta, INCA_NACK_MISMATCH);
+			send_nack(lc, meta, mb, INCA_NACK_MISMATCH);
 		break;
 	case AGG_DROP:
 	default:
@@ -470,11 +487,11 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		/* What the job does not allow is the member's to know; the
 		 * other reasons are the normal wake of retransmissions. */
 		if (out.reason == AGG_DROP_DTYPE)
-			send_nack(lc, meta, INCA_NACK_UNSUPPORTED_DTYPE);
+			send_nack(lc, meta, mb, INCA_NACK_UNSUPPORTED_DTYPE);
 		else if (out.reason == AGG_DROP_OP)
-			send_nack(lc, meta, INCA_NACK_UNSUPPORTED_OP);
+			send_nack(lc, meta, mb, INCA_NACK_UNSUPPORTED_OP);
 		else if (out.reason == AGG_DROP_TOO_LARGE)
-			send_nack(lc, meta, INCA_NACK_TOO_LARGE);
+			send_nack(lc, meta, mb, INCA_NACK_TOO_LARGE);
 		break;
 	}
 	free_later(lc, m);
@@ -492,10 +509,13 @@ injected_loss(void)
 	return unlikely(t != 0) && (rte_rand() & UINT32_MAX) < t;
 }
 
-/* A valid UDP datagram to the INCA port of a local address. Takes @m. */
+/*
+ * A valid UDP datagram to the INCA port of a local address, or the INCA
+ * message of a valid RoCEv2 packet from queue pair @qpn (@roce). Takes @m.
+ */
 static void
 inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
-	   const struct inca_frame *f, uint64_t now)
+	   const struct inca_frame *f, uint64_t now, bool roce, uint32_t qpn)
 {
 	struct incad_meta *meta = incad_meta(m);
 	struct inca_msg *msg = &meta->msg;
@@ -503,6 +523,8 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 	unsigned int owner;
 
 	err = inca_msg_decode(f->msg, f->msg_len, incad.cfg.max_elems, msg);
+	meta->roce = roce;
+	meta->qpn = qpn;
 	meta->src_ip = f->src_ip;
 	meta->dst_ip = f->dst_ip;
 	meta->src_port = f->src_port;
@@ -521,7 +543,7 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 		/* A worker of another protocol version asking to talk is told
 		 * what incad speaks; the answer is no larger than the question,
 		 * so a spoofed one gains nothing. */
-		if (err == INCA_WIRE_VERSION && f->msg_len >= INCA_HDR_LEN + INCA_CTRL_LEN &&
+		if (err == INCA_WIRE_VERSION && !roce && f->msg_len >= INCA_HDR_LEN + INCA_CTRL_LEN &&
 		    (msg->type == INCA_MSG_HELLO || msg->type == INCA_MSG_JOIN)) {
 			incad_ctrl_bad_version(lc, m);
 			return;
@@ -530,6 +552,11 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 		return;
 	}
 	lc->st.cnt[INCAD_CNT_INCA_RX]++;
+	/* RoCEv2 carries data only: control stays on the UDP port. */
+	if (unlikely(roce) && msg->type != INCA_MSG_CONTRIB) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_ROCE_NOT_DATA);
+		return;
+	}
 	/* An answer to these would go to nobody (or to everybody, or to
 	 * incad itself); a worker never sends them. */
 	if (unlikely(f->eth[0] & 1)) {
@@ -591,6 +618,38 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 }
 
 /*
+ * A valid UDP datagram to port 4791 of a local address (RoCE members
+ * configured): the RoCEv2 checks of docs/protocol.md in their order, then
+ * the INCA message inside as any other. Takes @m.
+ */
+static void
+roce_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
+	   const struct inca_frame *f, uint64_t now)
+{
+	/* The IPv4 header: after the Ethernet header and its 802.1Q tag. */
+	uint8_t *ip = (uint8_t *)f->eth + RTE_ETHER_HDR_LEN +
+		      (f->eth[12] == 0x81 && f->eth[13] == 0x00 ? 4 : 0);
+	struct inca_roce_info r;
+	struct inca_frame in = *f;
+	enum inca_wire_err err;
+
+	err = inca_roce_parse(f->msg, f->msg_len, &r, &in.msg, &in.msg_len);
+	if (err == INCA_WIRE_OK && !incad_roce_icrc_ok(ip))
+		err = INCA_WIRE_ROCE_ICRC;
+	if (err == INCA_WIRE_OK && r.dqpn != incad.cfg.roce_qpn)
+		err = INCA_WIRE_ROCE_QPN;
+	if (err == INCA_WIRE_OK && r.qkey != incad.cfg.roce_qkey)
+		err = INCA_WIRE_ROCE_QKEY;
+	if (err != INCA_WIRE_OK) {
+		lc->st.wire[err]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	lc->st.cnt[INCAD_CNT_ROCE_RX]++;
+	inca_input(lc, m, in_port, &in, now, true, r.sqpn);
+}
+
+/*
  * The frames incad exists for, checked in one pass with the checksums of
  * csum.h: IPv4 without options or fragments, UDP to the INCA port, the
  * IPv4 header checksum right and the UDP checksum absent or right (by the
@@ -611,7 +670,8 @@ fast_frame_parse(const struct rte_mbuf *m, const uint8_t *eth, uint32_t len, siz
 	    ip->next_proto_id != IPPROTO_UDP ||
 	    (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG |
 						    RTE_IPV4_HDR_OFFSET_MASK)) != 0 ||
-	    udp->dst_port != rte_cpu_to_be_16(incad.cfg.inca_port))
+	    (udp->dst_port != rte_cpu_to_be_16(incad.cfg.inca_port) &&
+	     !(incad.cfg.roce && udp->dst_port == rte_cpu_to_be_16(INCA_ROCE_PORT))))
 		return false;
 	tot = rte_be_to_cpu_16(ip->total_length);
 	ulen = rte_be_to_cpu_16(udp->dgram_len);
@@ -626,7 +686,7 @@ fast_frame_parse(const struct rte_mbuf *m, const uint8_t *eth, uint32_t len, siz
 	f->src_ip = rte_be_to_cpu_32(ip->src_addr);
 	f->dst_ip = rte_be_to_cpu_32(ip->dst_addr);
 	f->src_port = rte_be_to_cpu_16(udp->src_port);
-	f->dst_port = incad.cfg.inca_port;
+	f->dst_port = rte_be_to_cpu_16(udp->dst_port);
 	f->msg = (const uint8_t *)(udp + 1);
 	f->msg_len = ulen - sizeof(*udp);
 	return true;
@@ -694,12 +754,20 @@ io_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, uint64_t 
 			}
 		}
 		if (likely(fast_frame_parse(m, (uint8_t *)eth, len, l3, &f))) {
-			inca_input(lc, m, in_port, &f, now);
+			if (unlikely(f.dst_port != incad.cfg.inca_port))
+				roce_input(lc, m, in_port, &f, now);
+			else
+				inca_input(lc, m, in_port, &f, now, false, 0);
 			return;
 		}
 		err = inca_frame_parse(eth, len, incad.cfg.inca_port, &f);
+		if (err == INCA_WIRE_WRONG_PORT && incad.cfg.roce)
+			err = inca_frame_parse(eth, len, INCA_ROCE_PORT, &f);
 		if (err == INCA_WIRE_OK) {
-			inca_input(lc, m, in_port, &f, now);
+			if (f.dst_port != incad.cfg.inca_port)
+				roce_input(lc, m, in_port, &f, now);
+			else
+				inca_input(lc, m, in_port, &f, now, false, 0);
 			return;
 		}
 		if (err == INCA_WIRE_NOT_UDP) {

@@ -60,7 +60,9 @@
 	X(L2_FLOOD, "frames flooded to the other ports (switch mode)") \
 	X(DISPATCH, "contributions handed to another lcore") \
 	X(EVICT, "members evicted") \
-	X(IDLE_SLEEP, "idle sleeps")
+	X(IDLE_SLEEP, "idle sleeps") \
+	X(ROCE_RX, "RoCEv2 packets received whose envelope was valid") \
+	X(ROCE_TX, "RoCEv2 packets built for RoCE members (RESULTs, replays, NACKs)")
 
 enum incad_counter {
 #define INCAD_X_(n, d) INCAD_CNT_##n,
@@ -103,7 +105,8 @@ enum incad_counter {
 	X(UPLINK_WAIT, "partial sum held: the leaf is not joined to its parent (resent on retransmission)") \
 	X(PARENT_STALE, "result or NACK from the parent for no waiting set or another session") \
 	X(PARENT_UNEXPECTED, "message from the parent the leaf does not expect now") \
-	X(INJECTED_LOSS, "contribution dropped on purpose (telemetry /incad/drop_prob)")
+	X(INJECTED_LOSS, "contribution dropped on purpose (telemetry /incad/drop_prob)") \
+	X(ROCE_NOT_DATA, "RoCEv2 packet carrying an INCA message other than a CONTRIB")
 
 enum incad_drop {
 #define INCAD_X_(n, d) INCAD_DROP_##n,
@@ -165,6 +168,8 @@ struct incad_meta {
 	uint16_t in_port;     /* index into incad.ports */
 	uint16_t vlan;        /* 802.1Q VLAN id of the frame, 0: untagged */
 	uint8_t src_mac[6];
+	uint32_t qpn;         /* RoCEv2: the sender's queue pair (DETH SrcQP) */
+	bool roce;            /* came as RoCEv2 (else UDP to the INCA port) */
 };
 
 struct incad {

@@ -396,6 +396,9 @@ main(int argc, char **argv)
 	       incad.nports, incad.nlcores, main_is_io ? " (main lcore does I/O)" : "",
 	       incad.cfg.idle == INCAD_IDLE_POLL ? "poll" : "adaptive", incad.cfg.inca_port,
 	       agg_kernels_impl());
+	if (incad.cfg.roce)
+		printf("incad: RoCEv2 members on UDP port %d: queue pair 0x%06x, Q_Key 0x%08x\n",
+		       INCA_ROCE_PORT, incad.cfg.roce_qpn, incad.cfg.roce_qkey);
 	incad_footprint_print(stdout);
 
 	for (i = 0; i < incad.nlcores; i++) {

@@ -12,6 +12,7 @@
 #include <rte_byteorder.h>
 #include <rte_ethdev.h>
 #include <rte_ip.h>
+#include <rte_net_crc.h>
 #include <rte_udp.h>
 
 #include "csum.h"
@@ -132,6 +133,108 @@ incad_dest_of(const struct incad_meta *meta, struct incad_dest *d)
 	d->local_ip = meta->dst_ip;
 	d->udp_port = meta->src_port;
 	d->vlan = meta->vlan;
+	/* A RoCE sender's Q_Key is the member's to know: the caller sets it. */
+	d->qpn = meta->roce ? meta->qpn : 0;
+	d->qkey = 0;
+}
+
+/*
+ * The ICRC of the RoCEv2 packet whose IPv4 header is at @ip (its total
+ * length covers the ICRC itself, the last 4 bytes). The CRC runs over the
+ * bytes as they lie, with the variant fields masked to ones in place and
+ * restored afterwards; the 8 bytes in front of the IPv4 header (the end of
+ * the Ethernet header) stand in for the 8 bytes of ones that precede it
+ * (docs/protocol.md, "Packet layout"). DPDK's CRC is the Ethernet one.
+ */
+static uint32_t
+roce_icrc(uint8_t *ip)
+{
+	struct rte_ipv4_hdr *h = (struct rte_ipv4_hdr *)ip;
+	size_t ihl = (size_t)(h->version_ihl & 0xf) * 4;
+	struct rte_udp_hdr *u = (struct rte_udp_hdr *)(ip + ihl);
+	uint8_t *bth = (uint8_t *)(u + 1);
+	uint8_t lrh[8], tos = h->type_of_service, ttl = h->time_to_live, b4 = bth[4];
+	uint16_t hc = h->hdr_checksum, uc = u->dgram_cksum;
+	uint32_t crc;
+
+	memcpy(lrh, ip - 8, 8);
+	memset(ip - 8, 0xff, 8);
+	h->type_of_service = 0xff;
+	h->time_to_live = 0xff;
+	h->hdr_checksum = 0xffff;
+	u->dgram_cksum = 0xffff;
+	bth[4] = 0xff;
+	crc = rte_net_crc_calc(ip - 8, 8 + rte_be_to_cpu_16(h->total_length) - INCA_ICRC_LEN,
+			       RTE_NET_CRC32_ETH);
+	memcpy(ip - 8, lrh, 8);
+	h->type_of_service = tos;
+	h->time_to_live = ttl;
+	h->hdr_checksum = hc;
+	u->dgram_cksum = uc;
+	bth[4] = b4;
+	return crc;
+}
+
+bool
+incad_roce_icrc_ok(uint8_t *ip)
+{
+	const struct rte_ipv4_hdr *h = (const struct rte_ipv4_hdr *)ip;
+	const uint8_t *icrc = ip + rte_be_to_cpu_16(h->total_length) - INCA_ICRC_LEN;
+	uint32_t crc = roce_icrc(ip);
+
+	/* Least significant byte first, as the Ethernet FCS. */
+	return icrc[0] == (uint8_t)crc && icrc[1] == (uint8_t)(crc >> 8) &&
+	       icrc[2] == (uint8_t)(crc >> 16) && icrc[3] == (uint8_t)(crc >> 24);
+}
+
+struct rte_mbuf *
+incad_roce_wrap(struct incad_lcore *lc, struct rte_mbuf *m, uint32_t qpn, uint32_t qkey)
+{
+	size_t msg_len = rte_pktmbuf_data_len(m) - INCA_ENCAP_LEN, ulen;
+	unsigned int pad = (unsigned int)(-msg_len & 3);
+	struct inca_roce_info r = {
+		.opcode = INCA_ROCE_OP_UD_SEND_ONLY,
+		.pkey = INCA_ROCE_PKEY,
+		.dqpn = qpn,
+		.qkey = qkey,
+		.sqpn = incad.cfg.roce_qpn,
+	};
+	struct rte_ipv4_hdr *ip;
+	struct rte_udp_hdr *udp;
+	const uint8_t *msg;
+	uint8_t *p, *icrc;
+	uint32_t crc;
+
+	p = (uint8_t *)rte_pktmbuf_prepend(m, INCA_ROCE_HDR_LEN);
+	if (p == NULL || rte_pktmbuf_append(m, pad + INCA_ICRC_LEN) == NULL) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_NO_MBUF);
+		return NULL;
+	}
+	/* The headers move to the front; the message stays where it is. */
+	memmove(p, p + INCA_ROCE_HDR_LEN, INCA_ENCAP_LEN);
+	msg = p + INCA_ENCAP_LEN + INCA_ROCE_HDR_LEN;
+	if (msg[1] == INCA_MSG_CONTRIB || msg[1] == INCA_MSG_RESULT)
+		r.psn = ((uint32_t)msg[17] << 16) | ((uint32_t)msg[18] << 8) | msg[19];
+	ulen = inca_roce_encap(p + INCA_ENCAP_LEN, &r, msg_len);
+
+	ip = (struct rte_ipv4_hdr *)(p + RTE_ETHER_HDR_LEN);
+	udp = (struct rte_udp_hdr *)(ip + 1);
+	ip->total_length = rte_cpu_to_be_16(sizeof(*ip) + sizeof(*udp) + ulen);
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = (uint16_t)~incad_ipv4_sum20(ip);
+	/* Constant per pair of queue pairs: one member's packets keep one path. */
+	udp->src_port = rte_cpu_to_be_16(0xc000 | ((incad.cfg.roce_qpn ^ qpn) & 0x3fff));
+	udp->dst_port = rte_cpu_to_be_16(INCA_ROCE_PORT);
+	udp->dgram_len = rte_cpu_to_be_16(sizeof(*udp) + ulen);
+	udp->dgram_cksum = 0;
+	crc = roce_icrc((uint8_t *)ip);
+	icrc = p + INCA_ENCAP_LEN + ulen - INCA_ICRC_LEN;
+	icrc[0] = (uint8_t)crc;
+	icrc[1] = (uint8_t)(crc >> 8);
+	icrc[2] = (uint8_t)(crc >> 16);
+	icrc[3] = (uint8_t)(crc >> 24);
+	lc->st.cnt[INCAD_CNT_ROCE_TX]++;
+	return m;
 }
 
 struct rte_mbuf *
@@ -171,6 +274,11 @@ incad_build_msg(struct incad_lcore *lc, const struct incad_dest *d, const struct
 		memcpy(p + INCA_ENCAP_LEN + INCA_HDR_LEN, body, body_len);
 	incad_frame_headers(p, d->mac, &incad.ports[d->port].mac, d->local_ip, d->ip, d->udp_port,
 		      INCA_HDR_LEN + body_len);
+	if (d->qpn != 0) {
+		m = incad_roce_wrap(lc, m, d->qpn, d->qkey);
+		if (m == NULL)
+			return NULL;
+	}
 	return incad_vlan_tag(lc, m, d->vlan);
 }
 

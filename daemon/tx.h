@@ -28,6 +28,8 @@ struct incad_dest {
 	uint32_t local_ip;   /* the source address of the answer */
 	uint16_t udp_port;
 	uint16_t vlan;       /* 802.1Q VLAN id to tag the frame with, 0: none */
+	uint32_t qpn;        /* RoCEv2: the destination queue pair; 0: UDP */
+	uint32_t qkey;       /* RoCEv2: its Q_Key */
 };
 
 /*
@@ -69,6 +71,24 @@ void incad_frame_headers(uint8_t *p, const uint8_t dst_mac[6],
  * untagged. Returns @m, or NULL when it was freed (counted NO_MBUF).
  */
 struct rte_mbuf *incad_vlan_tag(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t vlan);
+
+/*
+ * Turn @m, an untagged Ethernet / IPv4 / UDP frame of an INCA message as
+ * incad_frame_headers() makes it, into the RoCEv2 UD SEND of the same
+ * message to queue pair @qpn with Q_Key @qkey: BTH and DETH in front of
+ * the message, pad and ICRC behind it, UDP to port 4791 without checksum.
+ * Returns @m, or NULL when it was freed (counted NO_MBUF).
+ */
+struct rte_mbuf *incad_roce_wrap(struct incad_lcore *lc, struct rte_mbuf *m, uint32_t qpn,
+				 uint32_t qkey);
+
+/*
+ * Does the ICRC of the RoCEv2 packet whose IPv4 header is at @ip verify?
+ * The IPv4 total length covers the packet and its ICRC; 8 bytes in front
+ * of @ip must be the frame's (the Ethernet header): they are borrowed and
+ * restored, as are the masked fields.
+ */
+bool incad_roce_icrc_ok(uint8_t *ip);
 
 /* Build the header of an answer to @req: echo of its job fields. */
 void incad_reply_hdr(const struct inca_msg *req, uint8_t type, uint16_t reason,

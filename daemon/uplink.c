@@ -452,6 +452,8 @@ incad_uplink_init(void)
 		u->d.port = (uint16_t)jc->parent_via;
 		u->d.local_ip = incad.ports[jc->parent_via].ipv4;
 		u->d.vlan = 0;
+		u->d.qpn = 0; /* a parent is spoken to over UDP */
+		u->d.qkey = 0;
 		u->hb_ms = incad.cfg.hb_ms;
 		u->evict_ms = incad.cfg.evict_ms;
 		u->fresh = true;

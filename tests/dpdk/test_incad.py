@@ -25,7 +25,9 @@ from incadtest import (  # noqa: E402
     HEARTBEAT_ACK, HELLO, ICMP, INCA_PORT, INT32, IP, JOIN, JOIN_ACK, LEAVE, LEAVE_ACK,
     MAX, MIN, NACK, NACK_REASONS, RESULT, SUM, TOKEN, UDP, Ether, Raw, agg_ip,
     agg_mac, base_config, check, checksums_ok, contrib, ctrl, hdr, incad_path, join,
-    main, run_incad, session, udp_frame, worker_ip, worker_mac, SESSION_SEED)
+    main, run_incad, session, udp_frame, worker_ip, worker_mac, SESSION_SEED,
+    AGG_QKEY, AGG_QPN, BTH, CAP_ROCE, DETH, ROCE_PORT, UD_SEND_ONLY, roce_ext, roce_frame,
+    roce_icrc_ok, roce_msgs)
 
 def results(run, port=0):
     return [m for m in run.msgs(port) if m.type == RESULT]
@@ -82,6 +84,12 @@ def case_help():
 
 BAD_CONFIGS = [
     # (config text, line of the error, text the message must contain)
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'roce = {\n enabled = true;\n qpn = 1; };\n', 4, 'out of range'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'roce = { enabled = true;\n qkey = 0x80000000; };\n', 3, 'out of range'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'inca_port = 4791;\nroce = { enabled = true; };\n', 3, 'RoCEv2 port'),
     ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
      'inca_port = 1;\nbogus_key = 3;\n', 3, "unknown key 'bogus_key'"),
     ('ports = (\n { name = "p0"; device = "x";\n ipv4 = "10.0.0.300"; }\n);\n', 3,
@@ -813,6 +821,149 @@ def case_telemetry():
           'final statistics %r' % run.stdout)
     check(re.search(r'^port p0: rx %d tx 4 ' % len(frames), run.stdout, re.M),
           'final port line: %r' % run.stdout)
+
+
+ROCE_CONF = 'roce = { enabled = true; };'
+
+
+def roce_join(job, rank, nworkers, qpn, qkey, max_elems=0, **kw):
+    """JOIN binding queue pair @qpn (Q_Key @qkey), by UDP as every JOIN."""
+    return udp_frame(hdr(JOIN, job=job, rank=rank, token=TOKEN) +
+                     ctrl(nworkers=nworkers, dtypes=0xf, ops=0x7, max_elems=max_elems) +
+                     roce_ext(qpn, qkey),
+                     rank=rank, **kw)
+
+
+def roce_contrib(job, rank, values, qpn, slot=0, seq=0, flags=0, dtype=INT32, op=SUM, **kw):
+    fmt = {INT32: '!%di', FP32: '!%df', FP16: '!%de'}[dtype] % len(values)
+    msg = hdr(CONTRIB, job=job, rank=rank, token=session(job), slot=slot, seq=seq,
+              flags=flags, count=len(values), dtype=dtype, op=op) + struct.pack(fmt, *values)
+    return roce_frame(msg, rank=rank, qpn=qpn, psn=seq & 0xffffff, **kw)
+
+
+def case_roce():
+    """Two RoCE members and one UDP member in one job (docs/protocol.md,
+    "RoCEv2 transport"): JOIN binds a queue pair and JOIN_ACK names incad's;
+    RoCE contributions (int32, and fp16 with an odd count: padded) aggregate
+    with the UDP one; every RoCE member gets its RESULT as a UD SEND to its
+    queue pair with its Q_Key and a valid ICRC, the UDP member by UDP; a
+    retransmission gets a replay over RoCE; a NACK about a RoCE member's
+    chunk goes over RoCE; a RoCE member's CONTRIB by UDP, or from another
+    queue pair, is not the member."""
+    q0, q1, k0, k1 = 0x000201, 0xfffffe, 0x1111, 0x7fffffff
+    frames = [
+        udp_frame(hdr(HELLO) + ctrl(), rank=0),
+        roce_join(4, 0, 3, q0, k0, max_elems=8),
+        roce_join(4, 1, 3, q1, k1),
+        join(4, 2, 3),
+        roce_contrib(4, 0, [1, -2, 2**31 - 1], q0, slot=0, seq=0),
+        roce_contrib(4, 1, [10, 20, 1], q1, slot=0, seq=0),
+        contrib(4, 2, [100, 200, 0], slot=0, seq=0, token=session(4)),
+        roce_contrib(4, 0, [1.5, 2.0, -1.0], q0, slot=1, seq=1, dtype=FP16),
+        contrib(4, 2, [0.25, 0.5, 4.0], slot=1, seq=1, dtype=FP16, token=session(4)),
+        roce_contrib(4, 1, [0.25, 0.5, 2.0], q1, slot=1, seq=1, dtype=FP16),
+        # Rank 0 retransmits chunk 0: a replay to it alone, by RoCE.
+        roce_contrib(4, 0, [1, -2, 2**31 - 1], q0, slot=0, seq=0, flags=F_RETX),
+        # Rank 0's address by UDP, and rank 0 from another queue pair.
+        contrib(4, 0, [7], slot=2, seq=2, token=session(4)),
+        roce_contrib(4, 0, [7], q0 + 1, slot=2, seq=2),
+        # A chunk of rank 1 larger than the grant: NACK TOO_LARGE by RoCE.
+        roce_contrib(4, 1, list(range(9)), q1, slot=3, seq=3),
+    ]
+    run = run_incad(base_config(extra=ROCE_CONF), [frames])
+    udp = run.msgs()
+    caps = udp[0].ctrl()
+    check(udp[0].type == CAPS and caps['caps'] & CAP_ROCE, 'CAPS without ROCE: %s' % caps)
+    acks = [m for m in udp if m.type == JOIN_ACK]
+    check([m['rank'] for m in acks] == [0, 1, 2], 'JOIN_ACKs %s' % acks)
+    for m in acks[:2]:
+        check(len(m.body) == 48, 'JOIN_ACK of a RoCE member: %d-byte body' % len(m.body))
+        qpn, qkey, r0, r1 = struct.unpack('!IIII', m.body[32:])
+        check((qpn, qkey, r0, r1) == (AGG_QPN, AGG_QKEY, 0, 0),
+              'JOIN_ACK extension %x %x %x %x' % (qpn, qkey, r0, r1))
+    check(len(acks[2].body) == 32, 'a UDP member got a RoCE extension')
+    roce = roce_msgs(run.out[0])
+    for m in roce:
+        check(roce_icrc_ok(m.pkt), '%r: bad ICRC' % m)
+        check(m.bth.opcode == UD_SEND_ONLY and m.bth.pkey == 0xffff and m.bth.version == 0,
+              '%r: BTH %s' % (m, m.bth.summary()))
+        check(m.deth.sqpn == AGG_QPN, '%r: source QP %#x' % (m, m.deth.sqpn))
+        qpn, qkey = (q0, k0) if m['rank'] == 0 else (q1, k1)
+        check(m.bth.dqpn == qpn and m.deth.qkey == qkey,
+              '%r: to QP %#x Q_Key %#x' % (m, m.bth.dqpn, m.deth.qkey))
+        check(m.pkt[IP].dst == worker_ip(m['rank']) and m.pkt[IP].src == agg_ip(0),
+              '%r: addresses' % m)
+        check(m.pkt[UDP].chksum == 0 and 0xc000 <= m.pkt[UDP].sport, '%r: UDP' % m)
+        check(m.type != RESULT or m.bth.psn == m['seq'], '%r: PSN %d' % (m, m.bth.psn))
+    got = sorted((m.type, m['rank'], m['seq'], m['flags'] & F_RETX) for m in roce)
+    expect = sorted([(RESULT, 0, 0, 0), (RESULT, 1, 0, 0), (RESULT, 0, 1, 0),
+                     (RESULT, 1, 1, 0), (RESULT, 0, 0, F_RETX), (NACK, 1, 3, 0)])
+    check(got == expect, 'RoCE messages %s, expected %s' % (got, expect))
+    for m in roce:
+        if m.type == RESULT and m['seq'] == 0:
+            check(m.values() == [111, 218, -2**31], 'int32 sum %s' % m.values())
+        if m.type == RESULT and m['seq'] == 1:
+            check(m.bth.padcount == 2 and m.values() == [2.0, 3.0, 5.0],
+                  'fp16 sum %s pad %d' % (m.values(), m.bth.padcount))
+        if m.type == NACK:
+            check(m['reason'] == NACK_REASONS['TOO_LARGE'], 'NACK %r' % m)
+    res2 = [m for m in udp if m.type == RESULT]
+    check(sorted((m['rank'], m['seq']) for m in res2) == [(2, 0), (2, 1)],
+          'UDP RESULTs %s' % res2)
+    check(res2[0].values() == [111, 218, -2**31], 'UDP member sum %s' % res2[0].values())
+    check(run.drop('incad/NOT_MEMBER_ADDR') == 2, 'drops %s' % run.drops)
+    check(run.counter('ROCE_RX') == 7 and run.counter('ROCE_TX') == 6,
+          'RoCE counters %s' % run.counters)
+
+
+def case_roce_hostile():
+    """Each malformed or foreign RoCE packet is dropped on its own counter
+    (docs/protocol.md, "RoCEv2 checks"), nothing is answered, and a good
+    one still aggregates after them. Without roce.enabled, port 4791 is
+    not incad's and a JOIN binding a queue pair is not understood."""
+    q0 = 0x300
+    good = roce_contrib(5, 0, [42], q0)
+    raw = bytes(good)
+    bad_icrc = Ether(raw[:-1] + bytes([raw[-1] ^ 0x01]))
+    msg = hdr(CONTRIB, job=5, rank=0, token=session(5), count=1) + b'\0\0\0\1'
+    frames = [
+        roce_join(5, 0, 1, q0, 0x42),
+        udp_frame(raw[42:42 + 20 + 30], sport=0xc001, dport=ROCE_PORT),     # ROCE_SHORT
+        roce_frame(msg, qpn=q0, opcode=0x04),                  # RC SEND only
+        roce_frame(msg, qpn=q0, opcode=0x81),                  # a CNP
+        roce_frame(msg, qpn=q0, tver=1),
+        roce_frame(msg, qpn=q0, pkey=0x7fff),
+        roce_frame(msg[:32], qpn=q0, pad=3),                   # pad eats the header
+        bad_icrc,
+        roce_frame(msg, qpn=q0, dqpn=AGG_QPN + 1),
+        roce_frame(msg, qpn=q0, qkey=AGG_QKEY ^ 1),
+        roce_frame(hdr(HEARTBEAT, job=5, rank=0, token=session(5)), qpn=q0),
+        good,
+    ]
+    run = run_incad(base_config(extra=ROCE_CONF), [frames])
+    for reason in ('ROCE_SHORT', 'ROCE_TVER', 'ROCE_PKEY', 'ROCE_PAD', 'ROCE_ICRC',
+                   'ROCE_QPN', 'ROCE_QKEY'):
+        check(run.drop('wire/' + reason) == 1, 'wire/%s not counted once: %s'
+              % (reason, run.drops))
+    check(run.drop('wire/ROCE_OPCODE') == 2, 'drops %s' % run.drops)
+    check(run.drop('incad/ROCE_NOT_DATA') == 1, 'drops %s' % run.drops)
+    roce = roce_msgs(run.out[0])
+    check([(m.type, m.values()) for m in roce] == [(RESULT, [42])],
+          'answers %s' % roce)
+
+    # Without roce.enabled.
+    frames = [
+        roce_join(6, 0, 1, q0, 0x42),
+        udp_frame(hdr(HELLO) + ctrl(), rank=0),
+        roce_contrib(6, 0, [1], q0),
+    ]
+    run = run_incad(base_config(), [frames])
+    msgs = run.msgs()
+    check([m.type for m in msgs] == [CAPS] and not msgs[0].ctrl()['caps'] & CAP_ROCE,
+          'answers without RoCE: %s' % msgs)
+    check(run.drop('wire/CTRL_LEN') == 1 and run.drop('wire/WRONG_PORT') == 1,
+          'drops %s' % run.drops)
+    check(not roce_msgs(run.out[0]), 'RoCE output without roce.enabled')
 
 
 def case_fuzz():

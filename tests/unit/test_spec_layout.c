@@ -537,6 +537,35 @@ END_TEST
 
 /* Worked examples. */
 
+/*
+ * The RoCEv2 ICRC as docs/protocol.md defines it, bit by bit: the CRC-32
+ * of the Ethernet FCS over 8 bytes of ones and the IPv4 packet without its
+ * last 4 bytes (the ICRC), the variant fields taken as ones. Written from
+ * the spec, independently of incad's (DPDK's rte_net_crc).
+ */
+static uint32_t
+spec_icrc(const uint8_t *ip, size_t ip_len)
+{
+	uint32_t crc = 0xffffffff;
+	size_t ihl = (size_t)(ip[0] & 0xf) * 4, i;
+	unsigned int k;
+	uint8_t b;
+
+	for (i = 0; i < 8 + ip_len - INCA_ICRC_LEN; i++) {
+		size_t o = i - 8;
+
+		if (i < 8 || o == 1 || o == 8 || o == 10 || o == 11 || o == ihl + 6 ||
+		    o == ihl + 7 || o == ihl + 8 + 4)
+			b = 0xff;   /* ones; TOS, TTL, IPv4 and UDP checksums, BTH byte 4 */
+		else
+			b = ip[o];
+		crc ^= b;
+		for (k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1)));
+	}
+	return ~crc;
+}
+
 struct example {
 	size_t line;
 	uint8_t frame[MAX_FRAME];
@@ -642,6 +671,14 @@ check_example(const struct doc *d, size_t fields_line, struct example *ex)
 	enum inca_wire_err e;
 	static uint8_t rebuilt[MAX_FRAME];
 	size_t n;
+	/* RoCEv2 fields: BTH, DETH; the JOIN extension. -1: not stated. */
+	long long bth_dqpn = -1, bth_psn = -1, deth_qkey = -1, deth_sqpn = -1;
+	long long ext_qpn = -1, ext_qkey = -1;
+	struct inca_roce_info ri;
+	struct inca_roce_ext rx;
+	const uint8_t *rmsg = NULL;
+	size_t rlen = 0, ip_len;
+	uint32_t crc;
 
 	memset(&cw, 0, sizeof(cw));
 	ck_assert_msg(strlen(d->lines[fields_line]) < sizeof(buf), "fields line too long");
@@ -693,6 +730,18 @@ check_example(const struct doc *d, size_t fields_line, struct example *ex)
 			want.count = parse_num(tok, eq);
 		} else if (IS("bitmap")) {
 			want.bitmap = parse_num(tok, eq);
+		} else if (IS("bth_dqpn")) {
+			bth_dqpn = parse_num(tok, eq);
+		} else if (IS("bth_psn")) {
+			bth_psn = parse_num(tok, eq);
+		} else if (IS("deth_qkey")) {
+			deth_qkey = parse_num(tok, eq);
+		} else if (IS("deth_sqpn")) {
+			deth_sqpn = parse_num(tok, eq);
+		} else if (IS("roce_qpn")) {
+			ext_qpn = parse_num(tok, eq);
+		} else if (IS("roce_qkey")) {
+			ext_qkey = parse_num(tok, eq);
 		} else if (IS("elems")) {
 			char *el, *s2;
 
@@ -736,9 +785,43 @@ check_example(const struct doc *d, size_t fields_line, struct example *ex)
 	ck_assert_uint_eq(f.src_port, src_port);
 	ck_assert_uint_eq(f.dst_ip, dst_ip);
 	ck_assert_uint_eq(f.dst_port, dst_port);
-	e = inca_msg_decode(f.msg, f.msg_len, 0, m);
+	if (dst_port == INCA_ROCE_PORT) {
+		/* A RoCEv2 example: every BTH/DETH field stated, the ICRC right. */
+		ck_assert_msg(bth_dqpn >= 0 && bth_psn >= 0 && deth_qkey >= 0 && deth_sqpn >= 0,
+			      "example at line %zu: a RoCEv2 frame states bth_dqpn, bth_psn, "
+			      "deth_qkey and deth_sqpn", fields_line + 1);
+		e = inca_roce_parse(f.msg, f.msg_len, &ri, &rmsg, &rlen);
+		ck_assert_msg(e == INCA_WIRE_OK, "example at line %zu: RoCE: %s",
+			      fields_line + 1, inca_wire_err_name(e));
+		ck_assert_uint_eq(ri.dqpn, bth_dqpn);
+		ck_assert_uint_eq(ri.psn, bth_psn);
+		ck_assert_uint_eq(ri.qkey, deth_qkey);
+		ck_assert_uint_eq(ri.sqpn, deth_sqpn);
+		ip_len = INCA_ENCAP_LEN - 14 + f.msg_len;
+		crc = spec_icrc(ex->frame + 14, ip_len);
+		ck_assert_msg(rd32(ex->frame + 14 + ip_len - 4) ==
+			      (((crc & 0xff) << 24) | ((crc & 0xff00) << 8) | ((crc >> 8) & 0xff00) |
+			       (crc >> 24)),
+			      "example at line %zu: ICRC is not %08x (least significant byte first)",
+			      fields_line + 1, crc);
+	} else {
+		ck_assert_msg(bth_dqpn < 0 && bth_psn < 0 && deth_qkey < 0 && deth_sqpn < 0,
+			      "example at line %zu: RoCE fields in a UDP frame", fields_line + 1);
+		rmsg = f.msg;
+		rlen = f.msg_len;
+	}
+	e = inca_msg_decode(rmsg, rlen, 0, m);
 	ck_assert_msg(e == INCA_WIRE_OK, "example at line %zu: message: %s", fields_line + 1,
 		      inca_wire_err_name(e));
+	if (inca_roce_ext_decode(m, &rx)) {
+		ck_assert_msg(ext_qpn >= 0 && ext_qkey >= 0, "example at line %zu: a RoCE "
+			      "extension not stated (roce_qpn, roce_qkey)", fields_line + 1);
+		ck_assert_uint_eq(rx.qpn, ext_qpn);
+		ck_assert_uint_eq(rx.qkey, ext_qkey);
+	} else {
+		ck_assert_msg(ext_qpn < 0 && ext_qkey < 0, "example at line %zu: roce_qpn or "
+			      "roce_qkey stated, no extension", fields_line + 1);
+	}
 
 #define SAME(fld) ck_assert_msg(m->fld == want.fld, "example at line %zu: " #fld " is %lld, " \
 				"stated %lld", fields_line + 1, (long long)m->fld, \
@@ -761,10 +844,10 @@ check_example(const struct doc *d, size_t fields_line, struct example *ex)
 				      "example at line %zu: element %u differs", fields_line + 1, i);
 	} else {
 		ck_assert_msg(!have_elems, "elems= in a control message");
-		ck_assert_msg(m->body_len == INCA_CTRL_LEN || !have_ctrl,
+		ck_assert_msg(m->body_len >= INCA_CTRL_LEN || !have_ctrl,
 			      "example at line %zu: control fields stated, no body",
 			      fields_line + 1);
-		if (m->body_len == INCA_CTRL_LEN) {
+		if (m->body_len >= INCA_CTRL_LEN) {
 			inca_ctrl_decode(m->body, &cg);
 #define SAME(fld) ck_assert_msg(cg.fld == cw.fld, "example at line %zu: " #fld " is %lu, " \
 				"stated %lu", fields_line + 1, (unsigned long)cg.fld, \
@@ -776,11 +859,23 @@ check_example(const struct doc *d, size_t fields_line, struct example *ex)
 		}
 	}
 
-	/* Exactly the frame the codec builds (TTL, DF, id, checksums). */
+	/* Exactly the frame the codec builds (TTL, DF, id, checksums); a RoCE
+	 * one with BTH and DETH from inca_roce_encap(), UDP checksum 0. */
 	ck_assert_ptr_eq(f.msg, ex->frame + INCA_ENCAP_LEN);
-	memcpy(rebuilt + INCA_ENCAP_LEN, f.msg, f.msg_len);
+	if (dst_port == INCA_ROCE_PORT) {
+		memcpy(rebuilt + INCA_ENCAP_LEN + INCA_ROCE_HDR_LEN, rmsg, rlen);
+		ck_assert_uint_eq(inca_roce_encap(rebuilt + INCA_ENCAP_LEN, &ri, rlen), f.msg_len);
+		memcpy(rebuilt + INCA_ENCAP_LEN + f.msg_len - INCA_ICRC_LEN,
+		       f.msg + f.msg_len - INCA_ICRC_LEN, INCA_ICRC_LEN);
+	} else {
+		memcpy(rebuilt + INCA_ENCAP_LEN, f.msg, f.msg_len);
+	}
 	n = inca_frame_build(rebuilt, ex->frame, ex->frame + 6, src_ip, dst_ip, src_port,
 			     dst_port, f.msg_len);
+	if (dst_port == INCA_ROCE_PORT) {
+		rebuilt[40] = 0;
+		rebuilt[41] = 0;
+	}
 	ck_assert_uint_eq(n, ex->len);
 	ck_assert_msg(memcmp(rebuilt, ex->frame, n) == 0,
 		      "example at line %zu: not the frame inca_frame_build makes",
@@ -855,6 +950,7 @@ START_TEST(test_example_result)
 		if (rm->type != INCA_MSG_RESULT)
 			continue;
 		ranks = 0;
+		/* A rank's chunk may be shown twice (by UDP and by RoCEv2). */
 		for (c = 0; c < n; c++) {
 			const struct inca_msg *cm = &ex[c].m;
 
@@ -873,13 +969,18 @@ START_TEST(test_example_result)
 		if (rm->dtype != INCA_DTYPE_INT32 || rm->op != INCA_OP_SUM)
 			continue;
 		for (i = 0; i < rm->count; i++) {
+			uint32_t summed = 0;
+
 			sum = 0;
 			for (c = 0; c < n; c++) {
 				const struct inca_msg *cm = &ex[c].m;
 
 				if (cm->type == INCA_MSG_CONTRIB && cm->job == rm->job &&
-				    cm->slot == rm->slot && cm->seq == rm->seq)
+				    cm->slot == rm->slot && cm->seq == rm->seq &&
+				    !(summed & (UINT32_C(1) << cm->rank))) {
+					summed |= UINT32_C(1) << cm->rank;
 					sum += (uint32_t)ex[c].elems[i];
+				}
 			}
 			ck_assert_msg(sum == (uint32_t)ex[r].elems[i],
 				      "RESULT at line %zu: element %u is not the sum",
