@@ -869,6 +869,13 @@ def case_roce():
         roce_contrib(4, 0, [7], q0 + 1, slot=2, seq=2),
         # A chunk of rank 1 larger than the grant: NACK TOO_LARGE by RoCE.
         roce_contrib(4, 1, list(range(9)), q1, slot=3, seq=3),
+        # The other operations and fp32.
+        roce_contrib(4, 0, [5, -9], q0, slot=4, seq=4, op=MIN),
+        roce_contrib(4, 1, [7, -3], q1, slot=4, seq=4, op=MIN),
+        contrib(4, 2, [-1, 0], slot=4, seq=4, op=MIN, token=session(4)),
+        roce_contrib(4, 1, [1.5, -2.0], q1, slot=5, seq=5, dtype=FP32, op=MAX),
+        contrib(4, 2, [0.5, -1.0], slot=5, seq=5, dtype=FP32, op=MAX, token=session(4)),
+        roce_contrib(4, 0, [-0.5, -0.25], q0, slot=5, seq=5, dtype=FP32, op=MAX),
     ]
     run = run_incad(base_config(extra=ROCE_CONF), [frames])
     udp = run.msgs()
@@ -897,7 +904,9 @@ def case_roce():
         check(m.type != RESULT or m.bth.psn == m['seq'], '%r: PSN %d' % (m, m.bth.psn))
     got = sorted((m.type, m['rank'], m['seq'], m['flags'] & F_RETX) for m in roce)
     expect = sorted([(RESULT, 0, 0, 0), (RESULT, 1, 0, 0), (RESULT, 0, 1, 0),
-                     (RESULT, 1, 1, 0), (RESULT, 0, 0, F_RETX), (NACK, 1, 3, 0)])
+                     (RESULT, 1, 1, 0), (RESULT, 0, 0, F_RETX), (NACK, 1, 3, 0),
+                     (RESULT, 0, 4, 0), (RESULT, 1, 4, 0), (RESULT, 0, 5, 0),
+                     (RESULT, 1, 5, 0)])
     check(got == expect, 'RoCE messages %s, expected %s' % (got, expect))
     for m in roce:
         if m.type == RESULT and m['seq'] == 0:
@@ -907,12 +916,16 @@ def case_roce():
                   'fp16 sum %s pad %d' % (m.values(), m.bth.padcount))
         if m.type == NACK:
             check(m['reason'] == NACK_REASONS['TOO_LARGE'], 'NACK %r' % m)
+        if m.type == RESULT and m['seq'] == 4:
+            check(m.values() == [-1, -9], 'int32 MIN %s' % m.values())
+        if m.type == RESULT and m['seq'] == 5:
+            check(m.values() == [1.5, -0.25], 'fp32 MAX %s' % m.values())
     res2 = [m for m in udp if m.type == RESULT]
-    check(sorted((m['rank'], m['seq']) for m in res2) == [(2, 0), (2, 1)],
+    check(sorted((m['rank'], m['seq']) for m in res2) == [(2, 0), (2, 1), (2, 4), (2, 5)],
           'UDP RESULTs %s' % res2)
     check(res2[0].values() == [111, 218, -2**31], 'UDP member sum %s' % res2[0].values())
     check(run.drop('incad/NOT_MEMBER_ADDR') == 2, 'drops %s' % run.drops)
-    check(run.counter('ROCE_RX') == 7 and run.counter('ROCE_TX') == 6,
+    check(run.counter('ROCE_RX') == 11 and run.counter('ROCE_TX') == 10,
           'RoCE counters %s' % run.counters)
 
 

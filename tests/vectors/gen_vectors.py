@@ -32,6 +32,9 @@ import sys
 import tempfile
 
 from scapy.all import IP, UDP, Dot1Q, Ether, Raw  # noqa: E402
+from scapy.contrib.roce import BTH  # noqa: E402
+from scapy.fields import ByteField, X3BytesField, XIntField  # noqa: E402
+from scapy.packet import Packet, bind_layers  # noqa: E402
 from scapy.utils import PcapWriter  # noqa: E402
 
 # ---- Wire format (docs/protocol.md, "Header" and "Control body") ----
@@ -47,11 +50,27 @@ NACK = 11
 NACK_MEMBER_LOST, NACK_MISMATCH = 14, 16
 INT32, SUM = 0, 0
 F_SET, F_RETX, F_LAST, F_BFP = 0x01, 0x02, 0x04, 0x08
-CAP_NATIVE_FLOAT, CAP_BFP, CAP_SEQ_CHECK = 1, 2, 4
+CAP_NATIVE_FLOAT, CAP_BFP, CAP_SEQ_CHECK, CAP_ROCE = 1, 2, 4, 0x10
+
+# RoCEv2 (docs/protocol.md, "RoCEv2 transport"): UD SEND only; the BTH and
+# its ICRC are scapy's, the DETH is written here from the spec.
+ROCE_PORT = 4791
+UD_SEND_ONLY = 0x64
+
+
+class DETH(Packet):
+    name = 'DETH'
+    fields_desc = [XIntField('qkey', 0), ByteField('resv', 0), X3BytesField('sqpn', 0)]
+
+
+bind_layers(BTH, DETH, opcode=UD_SEND_ONLY)
 
 # ---- The test network ----
 
 AGG = {'ip': '10.77.0.1', 'mac': '02:00:00:00:aa:00', 'udp_port': INCA_PORT}
+# The aggregator's queue pair and Q_Key for RoCE members (incad: roce.qpn,
+# roce.qkey; the runner configures them).
+AGG_ROCE = {'qpn': 0x00494E, 'qkey': 0x494E4341}
 TIMEOUTS = {'heartbeat_ms': 1000, 'evict_ms': 600000}
 # incad advertises every capability (docs/protocol.md, "Capability bits").
 INCAD_CAPS = CAP_NATIVE_FLOAT | CAP_BFP | CAP_SEQ_CHECK
@@ -77,6 +96,13 @@ def member(rank):
             'switch_port': 1 + rank, 'vlan': 0}
 
 
+def roce_member(rank):
+    """A member whose NIC speaks RoCEv2: its UD queue pair and Q_Key."""
+    m = member(rank)
+    m['roce'] = {'qpn': 0x000200 + rank, 'qkey': 0x00001000 + rank}
+    return m
+
+
 def s32(v):
     """Two's complement int32 of an integer (wrapping modulo 2^32)."""
     v &= 0xffffffff
@@ -90,6 +116,20 @@ def frame(src_mac, dst_mac, src_ip, dst_ip, sport, dport, payload, vlan=0):
         eth = eth / Dot1Q(vlan=vlan)
     return (eth / IP(src=src_ip, dst=dst_ip, ttl=64, flags='DF', id=0) /
             UDP(sport=sport, dport=dport) / Raw(payload))
+
+
+def roce_frame(src_mac, dst_mac, src_ip, dst_ip, sport, msg, dqpn, qkey, sqpn):
+    """Ethernet / IPv4 (TTL 64, DF, id 0) / UDP to 4791 (checksum 0) / BTH
+    (UD SEND only, PSN = the low 24 bits of a data message's seq) / DETH /
+    the INCA message, padded to whole words / ICRC."""
+    mtype, seq = msg[1], struct.unpack('!I', msg[16:20])[0]
+    psn = seq & 0xFFFFFF if mtype in (CONTRIB, RESULT) else 0
+    pad = (-len(msg)) % 4
+    return (Ether(src=src_mac, dst=dst_mac) /
+            IP(src=src_ip, dst=dst_ip, ttl=64, flags='DF', id=0) /
+            UDP(sport=sport, dport=ROCE_PORT, chksum=0) /
+            BTH(opcode=UD_SEND_ONLY, padcount=pad, pkey=0xFFFF, dqpn=dqpn, psn=psn) /
+            DETH(qkey=qkey, sqpn=sqpn) / Raw(msg + b'\0' * pad))
 
 
 def hdr(mtype, job, rank, token, slot=0, flags=0, exp=0, seq=0, offset=0, count=0,
@@ -108,7 +148,7 @@ class Scenario:
     """A job, the frames its workers send and what the aggregator must send."""
 
     def __init__(self, name, title, tofino, nworkers, pool_size, window, elems, job=7,
-                 token=0xC0FFEE01):
+                 token=0xC0FFEE01, roce_ranks=()):
         self.name = name
         self.title = title
         self.tofino = tofino
@@ -116,7 +156,9 @@ class Scenario:
                     'pool_size': pool_size, 'window': window, 'max_elems': 256,
                     'elems': elems, 'session_seed': SESSION_SEED,
                     'session': session_token(job, 1, token)}
-        self.members = [member(r) for r in range(nworkers)]
+        self.members = [roce_member(r) if r in roce_ranks else member(r)
+                        for r in range(nworkers)]
+        self.roce = bool(roce_ranks)
         self.inputs = []      # (frame, in the Tofino subset)
         self.outputs = []     # (frame, sent by incad, sent by a switch)
         self.counted = {}     # chunk k -> {rank: (values, exp)} the aggregator counted
@@ -144,6 +186,8 @@ class Scenario:
         """JOIN (static job, defaults asked) and the JOIN_ACK it earns."""
         m, j = self.members[rank], self.job
         body = ctrl(dtypes=1 << INT32, ops=1 << SUM, nworkers=j['nworkers'])
+        if 'roce' in m:     # the binding of its queue pair
+            body += struct.pack('!IIII', m['roce']['qpn'], m['roce']['qkey'], 0, 0)
         self.inputs.append((frame(m['mac'], AGG['mac'], m['ip'], AGG['ip'], m['udp_port'],
                                   INCA_PORT, hdr(JOIN, j['id'], rank, j['token']) + body,
                                   m['vlan']), False))
@@ -151,9 +195,11 @@ class Scenario:
         # aggregator's business: informational, not compared).
         ack = ctrl(dtypes=1 << INT32, ops=1 << SUM, max_elems=j['max_elems'],
                    nworkers=j['nworkers'], pool_size=j['pool_size'], window=j['window'],
-                   caps=INCAD_CAPS, hb_ms=TIMEOUTS['heartbeat_ms'],
-                   evict_ms=TIMEOUTS['evict_ms'])
+                   caps=INCAD_CAPS | (CAP_ROCE if self.roce else 0),
+                   hb_ms=TIMEOUTS['heartbeat_ms'], evict_ms=TIMEOUTS['evict_ms'])
         ack = ack[:28] + struct.pack('!I', j['session'])
+        if 'roce' in m:     # the aggregator's queue pair and Q_Key
+            ack += struct.pack('!IIII', AGG_ROCE['qpn'], AGG_ROCE['qkey'], 0, 0)
         self.expect_frame(rank, hdr(JOIN_ACK, j['id'], rank, j['token']) + ack, 'incad')
         if 'ctrl.pool_base' not in self.ignore:
             self.ignore.append('ctrl.pool_base')
@@ -176,8 +222,14 @@ class Scenario:
         h = hdr(CONTRIB, j['id'], rank, j['session'] if token is None else token,
                 slot=self.slot(k), flags=flags | self.set_flag(k), exp=exp, seq=k,
                 offset=k * j['elems'], count=len(values))
-        self.inputs.append((frame(mac, AGG['mac'], ip, AGG['ip'], port, INCA_PORT,
-                                  h + body, vlan), True))
+        if 'roce' in m and src is None:
+            # The NIC picks the UDP source port; the queue pair is the member.
+            self.inputs.append((roce_frame(mac, AGG['mac'], ip, AGG['ip'], 0xC100 + rank,
+                                           h + body, AGG_ROCE['qpn'], AGG_ROCE['qkey'],
+                                           m['roce']['qpn']), False))
+        else:
+            self.inputs.append((frame(mac, AGG['mac'], ip, AGG['ip'], port, INCA_PORT,
+                                      h + body, vlan), True))
         return values
 
     # -- what the aggregator sends --
@@ -187,6 +239,14 @@ class Scenario:
         switch running p4-reference send it, else 'incad' or 'switch'
         (where the Tofino subset differs from incad, docs/protocol.md)."""
         m = self.members[rank]
+        if 'roce' in m and payload[1] in (RESULT, NACK):
+            # Data answers to a RoCE member: a UD SEND to its queue pair.
+            q = m['roce']['qpn']
+            f = roce_frame(AGG['mac'], m['mac'], AGG['ip'], m['ip'],
+                           0xC000 | ((AGG_ROCE['qpn'] ^ q) & 0x3FFF), payload, q,
+                           m['roce']['qkey'], AGG_ROCE['qpn'])
+            self.outputs.append((f, by in ('both', 'incad'), False))
+            return
         self.outputs.append((frame(AGG['mac'], m['mac'], AGG['ip'], m['ip'], INCA_PORT,
                                    m['udp_port'], payload, m['vlan']), by in ('both', 'incad'),
                              by in ('both', 'switch')))
@@ -231,9 +291,12 @@ class Scenario:
         if self.tofino:
             files.update({'p4_in': self.name + '.p4in.pcap',
                           'p4_out': self.name + '.p4out.pcap'})
-        return {'name': self.name, 'title': self.title, 'tofino': self.tofino,
-                'job': self.job, 'members': self.members, 'timeouts': TIMEOUTS,
-                'files': files, 'ignore': self.ignore}
+        d = {'name': self.name, 'title': self.title, 'tofino': self.tofino,
+             'job': self.job, 'members': self.members, 'timeouts': TIMEOUTS,
+             'files': files, 'ignore': self.ignore}
+        if self.roce:
+            d['roce'] = AGG_ROCE
+        return d
 
 
 # ---- Scenarios ----
@@ -518,9 +581,48 @@ def mismatch():
     return s
 
 
+def roce_sum3():
+    s = Scenario('roce_sum3', 'RoCEv2: two members bound to UD queue pairs and one UDP '
+                 'member; JOIN_ACK names the aggregator\'s queue pair; RESULTs go to each '
+                 'member by its own transport, across both shadow sets',
+                 tofino=False, nworkers=3, pool_size=2, window=2, elems=64, roce_ranks=(0, 1))
+    for r in range(3):
+        s.join(r)
+    orders = ((0, 1, 2), (2, 0, 1), (1, 2, 0), (2, 1, 0))
+    for k in range(4):
+        flags = F_LAST if k == 3 else 0
+        for r in orders[k]:
+            s.contrib(r, k, flags=flags)
+        s.result(k)
+    return s
+
+
+def roce_replay():
+    s = Scenario('roce_replay', 'RoCEv2: duplicates while a set fills are counted once; a '
+                 'retransmission into a complete set gets its RESULT again, with RETX, as a '
+                 'UD SEND to the sender only; a RoCE member\'s address by UDP is not the '
+                 'member', tofino=False, nworkers=2, pool_size=4, window=4, elems=64,
+                 roce_ranks=(0, 1))
+    s.join(0)
+    s.join(1)
+    v0 = s.contrib(0, 0)
+    s.contrib(0, 0, values=v0, flags=F_RETX, counted=False)    # duplicated in the net
+    v1 = s.contrib(1, 0)
+    s.result(0)
+    s.contrib(1, 0, values=v1, flags=F_RETX, counted=False)    # its RESULT was lost
+    s.result(0, to=1, replay=True)
+    m0 = s.members[0]
+    # Rank 0's address and the port it joined from, but by UDP: dropped.
+    s.contrib(0, 1, counted=False, src=(m0['mac'], m0['ip'], m0['udp_port']))
+    s.contrib(1, 1)
+    s.contrib(0, 1, flags=F_RETX)   # its first copy was lost: this one counts
+    s.result(1)
+    return s
+
+
 SCENARIOS = [join_static, sum2, sum4_bfp, sum2_large, replay, duplicate, wraparound,
              non_member, bad_token, late_copy, late_reuse, vlan_tagged, stale_session,
-             mismatch]
+             mismatch, roce_sum3, roce_replay]
 
 
 def write_pcap(path, frames):

@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 from scapy.all import IP, UDP, Dot1Q, Ether, rdpcap  # noqa: E402
 
@@ -56,6 +57,37 @@ def csum16(data):
     while s >> 16:
         s = (s & 0xffff) + (s >> 16)
     return s
+
+
+ROCE_PORT = 4791
+
+
+def roce_icrc(ip_bytes, ihl):
+    """The ICRC of a RoCEv2 IPv4 packet (its last 4 bytes excluded), written
+    from docs/protocol.md: CRC-32 over 8 bytes of ones and the packet with
+    TOS, TTL, the IPv4 and UDP checksums and BTH byte 4 taken as ones."""
+    b = bytearray(ip_bytes[:-4])
+    for off in (1, 8, 10, 11, ihl + 6, ihl + 7, ihl + 8 + 4):
+        b[off] = 0xFF
+    return zlib.crc32(b'\xff' * 8 + bytes(b)) & 0xFFFFFFFF
+
+
+def describe_roce(ip, ip_bytes, seg, f):
+    """The RoCEv2 fields of a UDP segment to port 4791, then its INCA message."""
+    r = seg[8:]
+    if len(r) < 24:
+        return None
+    bth, deth = r[:12], r[12:20]
+    pad = (bth[1] >> 4) & 3
+    icrc = struct.unpack('<I', r[-4:])[0]
+    f += [('roce.opcode', bth[0]), ('roce.pad', pad), ('roce.tver', bth[1] & 0xF),
+          ('roce.pkey', struct.unpack('!H', bth[2:4])[0]),
+          ('roce.dqpn', struct.unpack('!I', bth[4:8])[0] & 0xFFFFFF),
+          ('roce.psn', struct.unpack('!I', bth[8:12])[0] & 0xFFFFFF),
+          ('roce.qkey', struct.unpack('!I', deth[:4])[0]),
+          ('roce.sqpn', struct.unpack('!I', deth[4:8])[0] & 0xFFFFFF),
+          ('roce.icrc_ok', icrc == roce_icrc(ip_bytes, ip.ihl * 4))]
+    return r[20:len(r) - 4 - pad]
 
 
 def describe(raw, ignore=()):
@@ -84,14 +116,20 @@ def describe(raw, ignore=()):
     f += [('udp.sport', udp.sport), ('udp.dport', udp.dport), ('udp.len', udp.len),
           ('udp.csum_ok', udp_ok)]
     msg = seg[8:]
+    if udp.dport == ROCE_PORT:
+        msg = describe_roce(ip, bytes(ip)[:ip.len], seg, f)
+        if msg is None:
+            return tuple(f + [('udp.payload', seg[8:].hex())])
     if len(msg) < HDR.size:
         return tuple(f + [('udp.payload', msg.hex())])
     h = dict(zip(HDR_FIELDS, HDR.unpack(msg[:HDR.size])))
     f += [('inca.' + k, h[k]) for k in HDR_FIELDS]
     body = msg[HDR.size:]
-    if h['type'] in CTRL_TYPES and len(body) == CTRL.size:
-        c = dict(zip(CTRL_FIELDS, CTRL.unpack(body)))
+    if h['type'] in CTRL_TYPES and len(body) in (CTRL.size, CTRL.size + 16):
+        c = dict(zip(CTRL_FIELDS, CTRL.unpack(body[:CTRL.size])))
         f += [('ctrl.' + k, c[k]) for k in CTRL_FIELDS if 'ctrl.' + k not in ignore]
+        if len(body) > CTRL.size:   # a RoCEv2 binding (JOIN, JOIN_ACK)
+            f += [('roce_ext', body[CTRL.size:].hex())]
     else:
         f += [('body', body.hex())]
     return tuple(f)
@@ -157,6 +195,8 @@ def telemetry(prefix, cmd):
 def incad_config(agg, sc):
     """An incad configuration (docs/incad.md) holding the scenario's job."""
     j = sc['job']
+    roce = ('roce = { enabled = true; qpn = 0x%06X; qkey = 0x%08X; };'
+            % (sc['roce']['qpn'], sc['roce']['qkey'])) if 'roce' in sc else ''
     members = ',\n\t\t\t'.join('{ rank = %d; ipv4 = "%s"; udp_port = %d; }'
                                % (m['rank'], m['ip'], m['udp_port']) for m in sc['members'])
     return '''# incad configuration of conformance vector "%(name)s"
@@ -165,6 +205,7 @@ workers = 1;
 idle = { policy = "adaptive"; };
 aggregation = { max_elems = %(max_elems)d; session_seed = 0x%(seed)08X; };
 timeouts = { heartbeat_ms = %(hb)d; evict_ms = %(evict)d; };
+%(roce)s
 ports = (
 	{ name = "p0"; device = "net_pcap0"; ipv4 = "%(agg_ip)s/16"; mac = "%(agg_mac)s"; }
 );
@@ -191,7 +232,7 @@ jobs = (
        'evict': sc['timeouts']['evict_ms'], 'agg_ip': agg['ip'], 'agg_mac': agg['mac'],
        'token': j['token'], 'job': j['id'], 'nworkers': j['nworkers'],
        'pool_size': j['pool_size'], 'window': j['window'], 'members': members,
-       'seed': j['session_seed']}
+       'seed': j['session_seed'], 'roce': roce}
 
 
 def run_incad(incad, vec_dir, agg, sc, timeout):
