@@ -498,6 +498,26 @@ def build_frame(dst_mac, src_mac, src_ip, dst_ip, sport, dport, payload, udp_csu
     return mac_aton(dst_mac) + mac_aton(src_mac) + b'\x08\x00' + ip + udp + payload
 
 
+ROCE_PORT = 4791
+
+
+def build_roce_frame(dst_mac, src_mac, src_ip, dst_ip, sport, msg, dqpn, qkey, sqpn, psn=0):
+    """Ethernet II / IPv4 / UDP to 4791 (checksum 0) / BTH (UD SEND only) /
+    DETH / msg padded to whole words / ICRC (docs/protocol.md, "RoCEv2
+    transport"); the ICRC is zlib's CRC-32 over the masked packet."""
+    import zlib
+    pad = (-len(msg)) % 4
+    roce = (struct.pack('!BBHII', 0x64, pad << 4, 0xffff, dqpn & 0xffffff, psn & 0xffffff) +
+            struct.pack('!II', qkey, sqpn & 0xffffff) + msg + b'\0' * pad)
+    f = bytearray(build_frame(dst_mac, src_mac, src_ip, dst_ip, sport, ROCE_PORT,
+                              roce + b'\0' * 4, udp_csum=False))
+    ip = bytearray(f[14:-4])
+    for off in (1, 8, 10, 11, 26, 27, 32):   # TOS, TTL, checksums, BTH byte 4
+        ip[off] = 0xff
+    f[-4:] = struct.pack('<I', zlib.crc32(b'\xff' * 8 + bytes(ip)) & 0xffffffff)
+    return bytes(f)
+
+
 def write_pcap(path, frames):
     with open(path, 'wb') as f:
         f.write(struct.pack('<IHHiIII', 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))

@@ -8,7 +8,7 @@
 #
 #   tools/bench/bench_incad.sh [--incad PATH] [--runs N] [--secs S]
 #                              [--workers N] [--elems E] [--lcore L] [--no-udp-csum]
-#                              [--callgrind S]
+#                              [--callgrind S] [--roce]
 #
 # Method. Both programs read the same pcap through the same vdev,
 # net_pcap0,rx_pcap=FILE,infinite_rx=1 with no tx stream: the PMD replays
@@ -44,6 +44,12 @@
 # path saved when a rate cannot. incad's functions are listed by their
 # share. valgrind emulates no AVX-512, so the AVX2 versions run.
 #
+# --roce also runs incad on the same cycle as RoCEv2 members send it (JOIN
+# binding a queue pair, every CONTRIB a UD SEND with its ICRC) in each run,
+# so that incad receives the same payloads once as UDP and once as RoCEv2
+# and builds RoCEv2 RESULTs (an ICRC per member): the cost of the RoCE
+# envelope, above all the ICRCs, as a ratio of the two rates.
+#
 # The cycle rejoins every 1029 frames, which a real job does once;
 # incad's INFO lines for those JOINs and LEAVEs (a console write and a
 # syslog call each) are left out with --log-level incad.ctrl:notice so
@@ -63,6 +69,7 @@ LCORE=1
 POOL=64
 CSUM=1
 CALLGRIND=0
+ROCE=0
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -74,6 +81,7 @@ while [ $# -gt 0 ]; do
 	--lcore) LCORE=$2; shift 2 ;;
 	--no-udp-csum) CSUM=0; shift ;;
 	--callgrind) CALLGRIND=$2; shift 2 ;;
+	--roce) ROCE=1; shift ;;
 	*) sed -n 's/^#   //p' "$0" >&2; exit 2 ;;
 	esac
 done
@@ -106,9 +114,12 @@ TOKEN=0x494e4341
 SEED=0x5e55104e
 PCAP=$TMP/cycle.pcap
 
-# One cycle of the job, as the workers would send it.
-$PY - "$SRC/tests/integration" "$PCAP" "$NW" "$ELEMS" "$POOL" "$MAC" "$AGG_IP" "$TOKEN" "$CSUM" "$SEED" \
-	<<'EOF'
+# One cycle of the job, as the workers would send it (ROCE 1: RoCEv2 members).
+cycle()
+{
+$PY - "$SRC/tests/integration" "$1" "$NW" "$ELEMS" "$POOL" "$MAC" "$AGG_IP" "$TOKEN" "$CSUM" "$SEED" \
+	"$2" <<'EOF'
+import struct
 import sys
 sys.path.insert(0, sys.argv[1])
 import inca_proto as P
@@ -118,30 +129,45 @@ csum = sys.argv[9] == '1'
 # Every cycle creates the dynamic job anew (all ranks leave at its end), so
 # each cycle is the job's first incarnation and has the same session.
 session = P.session_token(int(sys.argv[10], 0), 1, 1, token)
+roce = sys.argv[11] == '1'
+AGG_QPN, AGG_QKEY = 0x494e, 0x494e4341
 
 frames = []
-def send(rank, msg):
-    frames.append(P.build_frame(mac, '02:77:00:00:00:%02x' % (10 + rank),
-                                '10.77.0.%d' % (10 + rank), agg, 40000 + rank, P.UDP_PORT, msg,
+def send(rank, msg, data=False):
+    src = ('02:77:00:00:00:%02x' % (10 + rank), '10.77.0.%d' % (10 + rank))
+    if roce and data:
+        frames.append(P.build_roce_frame(mac, src[0], src[1], agg, 0xc100 + rank, msg,
+                                         AGG_QPN, AGG_QKEY, 0x200 + rank,
+                                         struct.unpack('!I', msg[16:20])[0]))
+        return
+    frames.append(P.build_frame(mac, src[0], src[1], agg, 40000 + rank, P.UDP_PORT, msg,
                                 udp_csum=csum))
 ctrl = P.ctrl_pack(ver_min=P.VERSION, ver_max=P.VERSION, dtypes=1, ops=1, nworkers=nw,
                    pool_size=pool)
 for r in range(nw):
-    send(r, P.hdr_pack(type=P.MSG['JOIN'], job=1, rank=r, token=token) + ctrl)
+    ext = struct.pack('!IIII', 0x200 + r, 0x1000 + r, 0, 0) if roce else b''
+    send(r, P.hdr_pack(type=P.MSG['JOIN'], job=1, rank=r, token=token) + ctrl + ext)
 body = P.elems_pack(P.DTYPE['INT32'], list(range(elems)))
 for k in range(4 * pool):
     for r in range(nw):
         send(r, P.hdr_pack(type=P.MSG['CONTRIB'], dtype=P.DTYPE['INT32'], op=P.OP['SUM'],
                            job=1, rank=r, token=session, slot=k % pool,
                            flags=P.F_SET if (k // pool) % 2 else 0, seq=k,
-                           offset=k * elems, count=elems) + body)
+                           offset=k * elems, count=elems) + body, data=True)
 for r in range(nw):
     send(r, P.hdr_pack(type=P.MSG['LEAVE'], job=1, rank=r, token=session))
 P.write_pcap(path, frames)
-print('pcap: %d frames per cycle, %d contributions of %d bytes'
-      % (len(frames), 4 * pool * nw, len(frames[nw])), file=sys.stderr)
+print('pcap%s: %d frames per cycle, %d contributions of %d bytes'
+      % (' (RoCEv2)' if roce else '', len(frames), 4 * pool * nw, len(frames[nw])),
+      file=sys.stderr)
 EOF
+}
+cycle "$PCAP" 0
 [ -s "$PCAP" ] || exit 1
+if [ "$ROCE" = 1 ]; then
+	cycle "$TMP/cycle_roce.pcap" 1
+	[ -s "$TMP/cycle_roce.pcap" ] || exit 1
+fi
 
 cat >"$TMP/bench.conf" <<EOF
 mode = "aggregator";
@@ -149,6 +175,10 @@ workers = 1;
 idle = { policy = "poll"; };
 aggregation = { max_elems = $ELEMS; session_seed = $SEED; };
 timeouts = { evict_ms = 86400000; };
+# Every cycle JOINs anew, thousands of times a second: the per-source JOIN
+# meter would refuse most cycles and leave incad dropping their CONTRIBs
+# as UNKNOWN_JOB, a far cheaper path than the one measured here.
+control = { rate = 0; };
 ports = ( { name = "p0"; device = "net_pcap0"; ipv4 = "$AGG_IP/24"; mac = "$MAC"; } );
 tenants = ( { name = "bench"; token = $TOKEN; job_ids = [1, 1]; dynamic_jobs = true;
 	      slot_quota = $POOL; } );
@@ -156,6 +186,8 @@ EOF
 
 EAL=(--no-huge -m 512 --no-pci --log-level lib.eal:error
 	--vdev "net_pcap0,rx_pcap=$PCAP,infinite_rx=1")
+EAL_ROCE=(--no-huge -m 512 --no-pci --log-level lib.eal:error
+	--vdev "net_pcap0,rx_pcap=$TMP/cycle_roce.pcap,infinite_rx=1")
 
 # Counters of a DPDK process through its telemetry socket, and the CPU
 # time process PID has used: "time ipackets opackets cpu_s [contrib result]".
@@ -289,6 +321,9 @@ echo "vdev: net_pcap0,rx_pcap=<cycle>,infinite_rx=1 (tx dropped), $NW workers," 
 : >"$TMP/testpmd.txt"
 : >"$TMP/ratio.txt"
 : >"$TMP/ratio_cpu.txt"
+: >"$TMP/roce.txt"
+: >"$TMP/roce_ratio.txt"
+{ cat "$TMP/bench.conf"; echo 'roce = { enabled = true; };'; } >"$TMP/bench_roce.conf"
 for ((i = 1; i <= RUNS; i++)); do
 	t=$(measure "${PREFIX}_t$i" "$TESTPMD" "${EAL[@]}" -l "0,$LCORE" --main-lcore 0 \
 		--file-prefix "${PREFIX}_t$i" "${TESTPMD_ARGS[@]}") || exit 1
@@ -308,6 +343,16 @@ for ((i = 1; i <= RUNS; i++)); do
 	printf ' per CPU-second %.2f and %.2f Mpps, ratio %.2f\n' \
 		"$(echo "$tc / 1000000" | bc -l)" "$(echo "$icpu / 1000000" | bc -l)" \
 		"$(tail -1 "$TMP/ratio_cpu.txt")"
+	if [ "$ROCE" = 1 ]; then
+		n=$(measure "${PREFIX}_r$i" "$INCAD" "${EAL_ROCE[@]}" --log-level incad.ctrl:notice \
+			-l "$LCORE" --file-prefix "${PREFIX}_r$i" -- -c "$TMP/bench_roce.conf") || exit 1
+		echo "$n" >>"$TMP/roce.txt"
+		read -r rp _ rcpu _ <<<"$n"
+		echo "$rcpu / $icpu" | bc -l >>"$TMP/roce_ratio.txt"
+		printf '       incad on RoCEv2 %.2f Mpps, per CPU-second %.2f Mpps, RoCE/UDP %.2f\n' \
+			"$(echo "$rp / 1000000" | bc -l)" "$(echo "$rcpu / 1000000" | bc -l)" \
+			"$(tail -1 "$TMP/roce_ratio.txt")"
+	fi
 done
 tp=$(cut -d' ' -f1 "$TMP/testpmd.txt" | median)
 ip=$(cut -d' ' -f1 "$TMP/incad.txt" | median)
@@ -328,6 +373,16 @@ printf ' (%.0f ns/packet), ratio %.2f (median of the runs'"'"' ratios)\n' \
 	"$(echo "1000000000 / $icpu" | bc -l)" "$(median <"$TMP/ratio_cpu.txt")"
 grep -E '^(drop|counter (CONTRIB|COMPLETE|RESULT_TX|RX)) ' "$TMP/${PREFIX}_i$RUNS.log" |
 	sed 's/^/  last incad run: /'
+
+if [ "$ROCE" = 1 ]; then
+	rcpu=$(cut -d' ' -f3 "$TMP/roce.txt" | median)
+	printf 'RoCEv2: incad %.2f Mpps per CPU-second (%.0f ns/packet), RoCE/UDP %.2f' \
+		"$(echo "$rcpu / 1000000" | bc -l)" "$(echo "1000000000 / $rcpu" | bc -l)" \
+		"$(median <"$TMP/roce_ratio.txt")"
+	printf " (median of the runs' ratios, per CPU-second)\n"
+	grep -E '^(drop|counter (CONTRIB|COMPLETE|RESULT_TX|ROCE_RX|ROCE_TX)) ' \
+		"$TMP/${PREFIX}_r$RUNS.log" | sed 's/^/  last RoCE run: /'
+fi
 
 # Footprint: incad with conf/incad.conf as shipped, idle, on an empty pcap.
 $PY -c "
