@@ -58,4 +58,12 @@ struct spec_frame {
 enum inca_wire_err spec_frame_check(const uint8_t *frame, size_t len, uint16_t port,
 				    struct spec_frame *f);
 
+/*
+ * docs/protocol.md's "RoCEv2 checks" a parser makes (not the receiver's
+ * ICRC, queue pair and Q_Key), for a UDP payload @p buf starting at the
+ * BTH. On INCA_WIRE_OK fills where the INCA message is.
+ */
+enum inca_wire_err spec_roce_check(const uint8_t *buf, size_t len, size_t *msg_off,
+				   size_t *msg_len);
+
 #endif /* INCA_FUZZ_H */

@@ -20,6 +20,8 @@
  *   3    the aggregator listens on ALT_PORT instead of INCA_UDP_PORT
  *   4    write the RESULT copy of every member, not only the sender's
  *   5    reset every job first
+ *   6    the UDP payload is a RoCEv2 packet: BTH and DETH checked by
+ *        inca_roce_parse() against the spec, the message inside decoded
  *
  * Jobs persist across inputs, so that the fuzzer can walk the slot state
  * machine over many calls; they are reset every RESET_EVERY inputs (the
@@ -57,6 +59,7 @@
 #define CTRL_ALT_PORT 0x08
 #define CTRL_ALL_COPIES 0x10
 #define CTRL_RESET 0x20
+#define CTRL_ROCE 0x40
 
 static const unsigned decode_limits[4] = {0, 16, 256, 1024};
 
@@ -537,6 +540,21 @@ one_frame(const uint8_t *frame, size_t len, uint8_t ctrl)
 	inca_frame_parse(frame, len, port, &f);
 	check_rebuild(frame, &f, port);
 
+	if (ctrl & CTRL_ROCE) {
+		struct inca_roce_info ri;
+		const uint8_t *rm;
+		size_t rl, off, ol;
+
+		err = inca_roce_parse(f.msg, f.msg_len, &ri, &rm, &rl);
+		want = spec_roce_check(f.msg, f.msg_len, &off, &ol);
+		FUZZ_CHECK(err == want, "RoCE: parse says %s, the spec %s",
+			   inca_wire_err_name(err), inca_wire_err_name(want));
+		if (err != INCA_WIRE_OK)
+			return;
+		FUZZ_CHECK(rm == f.msg + off && rl == ol, "RoCE message differs from the spec's");
+		f.msg = rm;
+		f.msg_len = rl;
+	}
 	err = inca_msg_decode(f.msg, f.msg_len, limit, &m);
 	want = spec_msg_check(f.msg, f.msg_len, limit);
 	FUZZ_CHECK(err == want, "message: decode says %s, the spec %s",
@@ -544,7 +562,7 @@ one_frame(const uint8_t *frame, size_t len, uint8_t ctrl)
 	if (err != INCA_WIRE_OK)
 		return;
 	if (m.type != INCA_MSG_CONTRIB && m.type != INCA_MSG_RESULT &&
-	    m.body_len == INCA_CTRL_LEN)
+	    m.body_len >= INCA_CTRL_LEN)
 		check_ctrl_body(&m);
 	for (i = 0; i < NJOBS; i++)
 		if (jobs[i].p.job == m.job)

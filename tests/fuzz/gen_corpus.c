@@ -33,6 +33,7 @@
 #define CTRL_ALT_PORT 0x08
 #define CTRL_ALL_COPIES 0x10
 #define CTRL_RESET 0x20
+#define CTRL_ROCE 0x40
 #define ALT_PORT 4791
 
 static const char *outdir;
@@ -189,6 +190,23 @@ valid_msgs(struct msgbuf *out, const char **names)
 	ack.evict_ms = 5000;
 	ack.pool_base = 128;
 
+	/* A JOIN and its JOIN_ACK binding a RoCEv2 queue pair. */
+	{
+		struct inca_roce_ext x = {.qpn = 0x200, .qkey = 0x1000};
+
+		m = hdr(INCA_MSG_JOIN, 1, 0, 0x1234);
+		mk_ctrl(&out[n], &m, &join);
+		inca_roce_ext_encode(&x, out[n].b + out[n].len);
+		out[n].len += INCA_ROCE_EXT_LEN;
+		names[n++] = "join-roce";
+		m = hdr(INCA_MSG_JOIN_ACK, 1, 0, 0x1234);
+		mk_ctrl(&out[n], &m, &ack);
+		x.qpn = 0x494e;
+		x.qkey = 0x494e4341;
+		inca_roce_ext_encode(&x, out[n].b + out[n].len);
+		out[n].len += INCA_ROCE_EXT_LEN;
+		names[n++] = "join-ack-roce";
+	}
 	m = contrib(1, 0x1234, 0, 0, 0, 0, INCA_DTYPE_INT32, INCA_OP_SUM, 8);
 	names[n] = "contrib-int32-sum";
 	mk_data(&out[n++], &m, false);
@@ -471,6 +489,39 @@ frame_variants(void)
 	r.len = 0;
 	rec_add(&r, 0, f, len + 4);
 	write_file("frame", "frame-vlan", r.b, r.len);
+
+	/* RoCEv2 UD SENDs of the same CONTRIB to port 4791 (the ICRC is
+	 * zero: fuzz_frame checks the envelope as inca_roce_parse() does), and
+	 * one per RoCEv2 check. */
+	{
+		struct inca_roce_info ri = {.opcode = INCA_ROCE_OP_UD_SEND_ONLY,
+					    .pkey = INCA_ROCE_PKEY, .dqpn = 0x494e,
+					    .qkey = 0x494e4341, .sqpn = 0x200};
+		size_t ulen, rl;
+
+		memcpy(f + INCA_ENCAP_LEN + INCA_ROCE_HDR_LEN, mb.b, mb.len);
+		ulen = inca_roce_encap(f + INCA_ENCAP_LEN, &ri, mb.len);
+		memset(f + INCA_ENCAP_LEN + ulen - INCA_ICRC_LEN, 0, INCA_ICRC_LEN);
+		rl = inca_frame_build(f, agg_mac, wrk_mac, WRK_IP, AGG_IP, 0xc100, ALT_PORT, ulen);
+		memcpy(base, f, rl);
+		len = rl;
+	}
+#define VARIANT(name, flen, edit) \
+	do { \
+		memcpy(f, base, len); \
+		edit; \
+		r.len = 0; \
+		rec_add(&r, CTRL_ALT_PORT | CTRL_ROCE, f, flen); \
+		write_file("frame", "frame-roce-" name, r.b, r.len); \
+	} while (0)
+	VARIANT("valid", len, (void)0);
+	VARIANT("short", INCA_ENCAP_LEN + 40, (put16(f + 16, 68), put16(f + 38, 48),
+					       fix_ip_csum(f + 14), put16(f + 40, 0)));
+	VARIANT("rc-send", len, (f[INCA_ENCAP_LEN] = 0x04, put16(f + 40, 0)));
+	VARIANT("tver", len, (f[INCA_ENCAP_LEN + 1] |= 1, put16(f + 40, 0)));
+	VARIANT("pkey", len, (f[INCA_ENCAP_LEN + 3] = 0xfe, put16(f + 40, 0)));
+	VARIANT("pad", len, (f[INCA_ENCAP_LEN + 1] |= 0x30, put16(f + 40, 0)));
+#undef VARIANT
 
 	/* IPv4 options (IHL 6): incad accepts them. */
 	memcpy(f, base, 14);

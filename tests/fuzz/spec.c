@@ -86,9 +86,11 @@ spec_msg_check(const uint8_t *b, size_t len, unsigned max_elems)
 	} else {
 		if (count != 0)
 			return INCA_WIRE_COUNT;
-		/* HELLO, CAPS, JOIN, JOIN_ACK: exactly one control body. */
+		/* HELLO, CAPS: exactly one control body; JOIN, JOIN_ACK: one,
+		 * or one and the 16-byte RoCEv2 extension. */
 		fixed_body = type >= 3 && type <= 6;
-		if (fixed_body ? body != 32 : body != 0 && body != 32)
+		if (type == 5 || type == 6 ? body != 32 && body != 48 :
+		    fixed_body ? body != 32 : body != 0 && body != 32)
 			return INCA_WIRE_CTRL_LEN;
 	}
 
@@ -99,13 +101,21 @@ spec_msg_check(const uint8_t *b, size_t len, unsigned max_elems)
 		return INCA_WIRE_REASON;
 	}
 
-	if (!data && body == 32) {
+	if (!data && body >= 32) {
 		const uint8_t *c = b + 32;
 		unsigned nworkers = be16(c + 8), pool = be16(c + 10), window = be16(c + 12);
 
 		if (c[0] > c[1] || nworkers > 32 || (type == 5 /* JOIN */ && nworkers == 0) ||
 		    (window != 0 && pool != 0 && window > pool) || be16(c + 6) > 4096 ||
-		    (be16(c + 14) & ~0xfu) != 0) /* caps: NATIVE_FLOAT BFP SEQ_CHECK FIXED_COUNT */
+		    (be16(c + 14) & ~0x1fu) != 0) /* caps: NATIVE_FLOAT BFP SEQ_CHECK FIXED_COUNT ROCE */
+			return INCA_WIRE_CTRL_FIELD;
+	}
+	if (!data && body == 48) {
+		/* The RoCEv2 extension: qpn 2..0xFFFFFF, qkey bit 31 clear, zeros. */
+		const uint8_t *x = b + 64;
+
+		if (be32(x) < 2 || be32(x) > 0xffffff || (x[4] & 0x80) || be32(x + 8) != 0 ||
+		    be32(x + 12) != 0)
 			return INCA_WIRE_CTRL_FIELD;
 	}
 	if ((flags & 0x08) && dtype != 0)
@@ -194,5 +204,27 @@ spec_frame_check(const uint8_t *fr, size_t len, uint16_t port, struct spec_frame
 	f->dst_ip = be32(ip + 16);
 	f->src_port = (uint16_t)be16(udp);
 	f->dst_port = (uint16_t)be16(udp + 2);
+	return INCA_WIRE_OK;
+}
+
+enum inca_wire_err
+spec_roce_check(const uint8_t *b, size_t len, size_t *msg_off, size_t *msg_len)
+{
+	unsigned pad;
+
+	/* BTH 12, DETH 8, an INCA header 32, ICRC 4. */
+	if (len < 12 + 8 + 32 + 4)
+		return INCA_WIRE_ROCE_SHORT;
+	if (b[0] != 0x64)
+		return INCA_WIRE_ROCE_OPCODE;
+	if ((b[1] & 0x0f) != 0)
+		return INCA_WIRE_ROCE_TVER;
+	if (be16(b + 2) != 0xffff)
+		return INCA_WIRE_ROCE_PKEY;
+	pad = (b[1] >> 4) & 3;
+	if ((len - 24) % 4 != 0 || len - 24 - pad < 32)
+		return INCA_WIRE_ROCE_PAD;
+	*msg_off = 20;
+	*msg_len = len - 24 - pad;
 	return INCA_WIRE_OK;
 }
