@@ -173,7 +173,7 @@ tel_job(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d
 	const struct incad_view *v;
 	struct rte_tel_data *md;
 	unsigned long id;
-	char *end, key[16], buf[64], ip[16], lip[16];
+	char *end, key[16], buf[96], ip[16], lip[16], qp[24];
 	unsigned int r;
 	uint32_t known;
 
@@ -198,10 +198,14 @@ tel_job(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d
 			r = __builtin_ctz(known);
 			known &= known - 1;
 			snprintf(key, sizeof(key), "%u", r);
-			snprintf(buf, sizeof(buf), "%s:%u via %s to %s%s",
+			/* A RoCE member's data comes from its queue pair. */
+			qp[0] = '\0';
+			if (v->m[r].qpn != 0)
+				snprintf(qp, sizeof(qp), " roce qp 0x%06x", v->m[r].qpn);
+			snprintf(buf, sizeof(buf), "%s:%u via %s to %s%s%s",
 				 incad_ipv4_str(v->m[r].ip, ip, sizeof(ip)), v->m[r].udp_port,
 				 incad.ports[v->m[r].port].name,
-				 incad_ipv4_str(v->m[r].local_ip, lip, sizeof(lip)),
+				 incad_ipv4_str(v->m[r].local_ip, lip, sizeof(lip)), qp,
 				 (v->live >> r) & 1 ? "" : " (evicted)");
 			rte_tel_data_add_dict_string(md, key, buf);
 		}
@@ -394,6 +398,9 @@ tel_stats(const char *cmd __rte_unused, const char *params __rte_unused,
 	rte_tel_data_add_dict_u64(d, "mem_jobs_bytes", incad_jobs_bytes());
 	rte_tel_data_add_dict_u64(d, "mem_tables_bytes", incad.table_bytes);
 	rte_tel_data_add_dict_u64(d, "evict_ms", incad.cfg.evict_ms);
+	/* RoCEv2 members: incad's queue pair and Q_Key, 0 when not enabled. */
+	rte_tel_data_add_dict_u64(d, "roce_qpn", incad.cfg.roce ? incad.cfg.roce_qpn : 0);
+	rte_tel_data_add_dict_u64(d, "roce_qkey", incad.cfg.roce ? incad.cfg.roce_qkey : 0);
 	add_drop_prob(d);
 	for (i = 0; i < INCAD_CNT_COUNT; i++)
 		rte_tel_data_add_dict_u64(d, incad_counter_name(i), s.cnt[i]);

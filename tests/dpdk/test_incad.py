@@ -877,7 +877,13 @@ def case_roce():
         contrib(4, 2, [0.5, -1.0], slot=5, seq=5, dtype=FP32, op=MAX, token=session(4)),
         roce_contrib(4, 0, [-0.5, -0.25], q0, slot=5, seq=5, dtype=FP32, op=MAX),
     ]
-    run = run_incad(base_config(extra=ROCE_CONF), [frames])
+    run = run_incad(base_config(extra=ROCE_CONF), [frames],
+                    ask=('/incad/job,4', '/incad/stats'))
+    addrs = run.telemetry['/incad/job,4']['member_addrs']
+    check(addrs['0'].endswith(' roce qp 0x000201') and addrs['1'].endswith(' roce qp 0xfffffe')
+          and 'roce' not in addrs['2'], 'member addresses %s' % addrs)
+    st = run.telemetry['/incad/stats']
+    check(st['roce_qpn'] == AGG_QPN and st['roce_qkey'] == AGG_QKEY, 'stats %s' % st)
     udp = run.msgs()
     caps = udp[0].ctrl()
     check(udp[0].type == CAPS and caps['caps'] & CAP_ROCE, 'CAPS without ROCE: %s' % caps)
