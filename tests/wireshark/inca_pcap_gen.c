@@ -951,6 +951,7 @@ struct roce_opts {
 	int set_pad;		/* write pad as the pad count, not what encap computed */
 	uint8_t pad;
 	size_t cut;		/* bytes taken off the end of the padded payload */
+	int shift;		/* the message moved: -8 without DETH (RC), 4 after ImmDt */
 	int bad_icrc;
 	int rerouted;		/* a router changed what the ICRC leaves out */
 };
@@ -1020,6 +1021,15 @@ roce_frame(struct gen *g, const uint8_t *msg, size_t msg_len, enum inca_wire_err
 	ri.psn = data && msg_len >= 20 ? get(msg + 16, 4) & 0xffffff : 0;
 	memcpy(pl + INCA_ROCE_HDR_LEN, msg, msg_len);
 	len = inca_roce_encap(pl, &ri, msg_len) - o->cut;
+	if (o->shift) {
+		/* Where the opcode's own headers put the payload, so that only
+		 * the opcode says the packet is not INCA's. */
+		memmove(pl + INCA_ROCE_HDR_LEN + o->shift, pl + INCA_ROCE_HDR_LEN,
+			len - INCA_ROCE_HDR_LEN - INCA_ICRC_LEN);
+		if (o->shift > 0)
+			put32(pl + INCA_ROCE_HDR_LEN, 0x494e4341);	/* ImmDt */
+		len += o->shift;
+	}
 	pl[1] |= o->tver;
 	if (o->set_pad)
 		pl[1] = (uint8_t)((pl[1] & ~0x30) | o->pad << 4);
@@ -1172,15 +1182,23 @@ gen_roce(struct gen *g)
 	inca_hdr_encode(&m, mb);
 	roce_frame(g, mb, INCA_HDR_LEN - 4, INCA_WIRE_ROCE_SHORT, &w);
 	roce_frame(g, mb, 2, INCA_WIRE_ROCE_SHORT, &w);
-	/* ROCE_OPCODE: UD SEND with immediate, RC SEND only, a CNP. */
-	n = build_msg(mb, &m, b, payload(b, INCA_DTYPE_INT32, 1, 0));
+	/* ROCE_OPCODE: a UD SEND with immediate and an RC SEND only, each with
+	 * the message where its opcode puts a payload (after ImmDt; after BTH,
+	 * as RC has no DETH), and a CNP. */
+	m.count = 2;
+	n = build_msg(mb, &m, b, payload(b, INCA_DTYPE_INT32, 2, 0));
 	o = w;
 	o.opcode = 0x65;
+	o.shift = 4;
 	roce_frame(g, mb, n, INCA_WIRE_ROCE_OPCODE, &o);
 	o.opcode = 0x04;
+	o.shift = -INCA_DETH_LEN;
 	roce_frame(g, mb, n, INCA_WIRE_ROCE_OPCODE, &o);
 	o.opcode = 0x81;
+	o.shift = 0;
 	roce_frame(g, mb, n, INCA_WIRE_ROCE_OPCODE, &o);
+	m.count = 1;
+	n = build_msg(mb, &m, b, payload(b, INCA_DTYPE_INT32, 1, 0));
 	/* ROCE_TVER, ROCE_PKEY: another version, another partition, and the
 	 * default partition as a limited member. */
 	o = w;
