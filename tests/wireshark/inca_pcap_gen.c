@@ -1009,6 +1009,7 @@ roce_frame(struct gen *g, const uint8_t *msg, size_t msg_len, enum inca_wire_err
 	struct inca_frame f;
 	struct inca_msg d;
 	unsigned int pad;
+	uint16_t sport;
 	int data, claim;
 
 	data = msg_len >= 2 && (msg[1] == INCA_MSG_CONTRIB || msg[1] == INCA_MSG_RESULT);
@@ -1036,12 +1037,13 @@ roce_frame(struct gen *g, const uint8_t *msg, size_t msg_len, enum inca_wire_err
 
 	/* incad's source port for a pair of queue pairs; RoCEv2 senders send
 	 * no UDP checksum. */
+	sport = (uint16_t)(49152 + ((ri.sqpn ^ ri.dqpn) % 16384));
 	if (o->from_agg)
-		flen = inca_frame_build(frame, worker_mac, agg_mac, AGG_IP, wip,
-					49152 + ((ri.sqpn ^ ri.dqpn) % 16384), INCA_ROCE_PORT, len);
+		flen = inca_frame_build(frame, worker_mac, agg_mac, AGG_IP, wip, sport,
+					INCA_ROCE_PORT, len);
 	else
-		flen = inca_frame_build(frame, agg_mac, worker_mac, wip, AGG_IP,
-					49152 + ((ri.sqpn ^ ri.dqpn) % 16384), INCA_ROCE_PORT, len);
+		flen = inca_frame_build(frame, agg_mac, worker_mac, wip, AGG_IP, sport,
+					INCA_ROCE_PORT, len);
 	if (flen == 0)
 		die("frame %u: cannot build", g->frames + 1);
 	put16(frame + INCA_ENCAP_LEN - 2, 0);

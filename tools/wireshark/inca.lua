@@ -527,8 +527,8 @@ local function dissect_roce_ext(tvb, tree, check)
 	local rsvd_it = xt:add(hf.roce_ext_reserved, tvb(off + 8, 8))
 	local bad = {}
 	if x.qpn < ROCE_QPN_MIN or x.qpn > ROCE_QPN_MAX then
-		bad[#bad + 1] = { qpn_it, string.format("queue pair 0x%x outside 0x%x..0x%x", x.qpn,
-							ROCE_QPN_MIN, ROCE_QPN_MAX) }
+		bad[#bad + 1] = { qpn_it, string.format("queue pair 0x%x outside 0x%x..0x%x",
+							x.qpn, ROCE_QPN_MIN, ROCE_QPN_MAX) }
 	end
 	if x.qkey >= 0x80000000 then
 		bad[#bad + 1] = { qkey_it, "controlled Q_Key (bit 31 set)" }
@@ -615,7 +615,8 @@ local function dissect_envelope(tvb, t, env, flag_err)
 
 	local short = payload < HDR_LEN
 	if short then
-		flag_err("ROCE_SHORT", rt, string.format("%d bytes between DETH and ICRC", payload))
+		flag_err("ROCE_SHORT", rt,
+			 string.format("%d bytes between DETH and ICRC", payload))
 	end
 	if tver ~= 0 then
 		flag_err("ROCE_TVER", rt, string.format("version %d", tver))
