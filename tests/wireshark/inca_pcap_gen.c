@@ -17,11 +17,15 @@
  *	CAPTURE: a pcap file of every message type and data type, NACKs with
  *	every reason, boundary values, one malformed message per message
  *	check, frames on other ports, frames cut by the snaplen, and mutated
- *	messages. EXPECT: one line per frame, tab-separated key=value pairs:
- *	the header and control body fields as encoded, the elements, the
- *	codec's verdict (errors=NAME, empty when inca_msg_decode accepts it),
- *	the aggregator port (port=) and whether the payload is an INCA
- *	message at all (inca=).
+ *	messages, JOINs with the RoCEv2 extension, and RoCEv2 frames (valid,
+ *	one per RoCEv2 check, and with broken messages inside). EXPECT: one
+ *	line per frame, tab-separated key=value pairs: the header and control
+ *	body fields as encoded, the elements, the codec's verdict (errors=NAME,
+ *	empty when the codec accepts it), the aggregator port (port=) and
+ *	whether the payload is an INCA message at all (inca=). RoCEv2 frames
+ *	add roce=1, claim= (whether a dissector that sees the InfiniBand
+ *	payload can take it for INCA: a UD SEND-only starting with version and
+ *	type), BTH and DETH as Wireshark's infiniband.* fields and the ICRC.
  */
 
 #include <errno.h>
@@ -31,6 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <zlib.h>
 
 #include <inca/dtype.h>
 #include <inca/wire.h>
@@ -45,6 +51,15 @@
 #define FUZZ_FRAMES 400
 #define JOB 7
 #define TOKEN 0xc0ffee01u
+#define AGG_QPN 0x0001a4u	/* the aggregator's UD queue pair */
+#define AGG_QKEY 0x494e4341u	/* "INCA" */
+#define WORKER_QPN 0x000100u	/* + rank */
+#define WORKER_QKEY 0x11110000u	/* + rank */
+#define ETH_LEN 14		/* untagged, as inca_frame_build writes it */
+#define IPV4_LEN 20
+#define UDP_LEN 8
+
+_Static_assert(ETH_LEN + IPV4_LEN + UDP_LEN == INCA_ENCAP_LEN, "frame layout");
 
 static const uint8_t agg_mac[6] = { 0x02, 0x77, 0, 0, 0, 0x01 };
 
@@ -271,6 +286,44 @@ expect_msg(struct gen *g, const uint8_t *msg, size_t len)
 		expect_elems(g, dtype, msg + INCA_HDR_LEN, body_len / inca_dtype_size(dtype));
 	else if (type >= INCA_MSG_HELLO && type < INCA_MSG_MAX_ && body_len >= INCA_CTRL_LEN)
 		expect_ctrl(g, msg + INCA_HDR_LEN);
+	/* The dissector shows the extension where the codec would read one. */
+	if ((type == INCA_MSG_JOIN || type == INCA_MSG_JOIN_ACK) &&
+	    body_len == INCA_CTRL_LEN + INCA_ROCE_EXT_LEN) {
+		const uint8_t *x = msg + INCA_HDR_LEN + INCA_CTRL_LEN;
+
+		kv(g, "inca.roce_ext.qpn", "%u", get(x, 4));
+		kv(g, "inca.roce_ext.qkey", "%u", get(x + 4, 4));
+		kv(g, "inca.roce_ext.reserved", "%llu",
+		   (unsigned long long)get(x + 8, 4) << 32 | get(x + 12, 4));
+	}
+}
+
+/*
+ * Appends a frame of @p len bytes, @p cap of them captured, to the capture
+ * and ends its expectation line; @p msg_len is the length of the INCA
+ * message the dissector is to show.
+ */
+static void
+emit(struct gen *g, const uint8_t *frame, size_t len, size_t cap, uint16_t port, int not_inca,
+     size_t msg_len)
+{
+	g->frames++;
+	le32(g->pcap, 1700000000u + g->frames);
+	le32(g->pcap, 0);
+	le32(g->pcap, (uint32_t)cap);
+	le32(g->pcap, (uint32_t)len);
+	if (fwrite(frame, 1, cap, g->pcap) != cap)
+		die("write: %s", strerror(errno));
+
+	kv(g, "port", "%u", port);
+	kv(g, "fuzz", "%d", g->fuzz);
+	kv(g, "inca", "%d", !not_inca);
+	kv(g, "snap", "%zu", cap < len ? cap : 0);
+	kv(g, "len", "%zu", msg_len);
+	g->line[g->line_len++] = '\n';
+	if (fwrite(g->line, 1, g->line_len, g->expect) != g->line_len)
+		die("write: %s", strerror(errno));
+	g->line_len = 0;
 }
 
 /*
@@ -295,23 +348,7 @@ write_frame(struct gen *g, uint8_t *frame, size_t msg_len, const struct frame_op
 	if (len == 0)
 		die("frame %u: cannot build", g->frames + 1);
 	cap = o->snap && o->snap < len ? o->snap : len;
-	g->frames++;
-	le32(g->pcap, 1700000000u + g->frames);
-	le32(g->pcap, 0);
-	le32(g->pcap, (uint32_t)cap);
-	le32(g->pcap, (uint32_t)len);
-	if (fwrite(frame, 1, cap, g->pcap) != cap)
-		die("write: %s", strerror(errno));
-
-	kv(g, "port", "%u", port);
-	kv(g, "fuzz", "%d", g->fuzz);
-	kv(g, "inca", "%d", !o->not_inca);
-	kv(g, "snap", "%zu", cap < len ? cap : 0);
-	kv(g, "len", "%zu", msg_len);
-	g->line[g->line_len++] = '\n';
-	if (fwrite(g->line, 1, g->line_len, g->expect) != g->line_len)
-		die("write: %s", strerror(errno));
-	g->line_len = 0;
+	emit(g, frame, len, cap, port, o->not_inca, msg_len);
 }
 
 /*
@@ -817,6 +854,404 @@ gen_ports(struct gen *g)
 	msg_frame(g, &m, b, n, INCA_WIRE_OK, &o);
 }
 
+/* The 16-byte RoCEv2 extension after a control body of @p b (32 bytes). */
+static size_t
+roce_ext(uint8_t *b, uint32_t qpn, uint32_t qkey)
+{
+	struct inca_roce_ext x = { .qpn = qpn, .qkey = qkey };
+
+	inca_roce_ext_encode(&x, b + INCA_CTRL_LEN);
+	return INCA_CTRL_LEN + INCA_ROCE_EXT_LEN;
+}
+
+/*
+ * JOIN and JOIN_ACK binding a queue pair (docs/protocol.md, "Binding a
+ * queue pair at JOIN"), at the edges of its fields, and broken: every
+ * CTRL_FIELD reason of the extension and every body length it can get
+ * wrong.
+ */
+static void
+gen_roce_ext(struct gen *g)
+{
+	uint8_t b[2 * INCA_CTRL_LEN + INCA_ROCE_EXT_LEN];
+	struct frame_opts o = { .port = OTHER_PORT };
+	struct inca_msg m;
+	size_t n;
+
+	m = hdr(INCA_MSG_JOIN, 1);
+	ctrl_body(b, 2, 2, 0x000d, 0x0001, 248, 4, 64, 32, 0, 0, 0, 0);
+	n = roce_ext(b, WORKER_QPN + 1, WORKER_QKEY + 1);
+	msg_frame(g, &m, b, n, INCA_WIRE_OK, &to_agg);
+	m.type = INCA_MSG_JOIN_ACK;
+	ctrl_body(b, 2, 2, 0x000d, 0x0001, 248, 4, 64, 32, INCA_CAP_ROCE | INCA_CAP_SEQ_CHECK,
+		  100, 1000, 64);
+	n = roce_ext(b, AGG_QPN, AGG_QKEY);
+	msg_frame(g, &m, b, n, INCA_WIRE_OK, &from_agg);
+	m = hdr(INCA_MSG_JOIN, 2);
+	ctrl_body(b, 2, 2, 0x0001, 0x0001, 0, 4, 0, 0, 0, 0, 0, 0);
+	n = roce_ext(b, INCA_ROCE_QPN_MIN, 0x7fffffff);
+	msg_frame(g, &m, b, n, INCA_WIRE_OK, &to_agg);
+	m.type = INCA_MSG_JOIN_ACK;
+	n = roce_ext(b, INCA_ROCE_QPN_MAX, 0);
+	msg_frame(g, &m, b, n, INCA_WIRE_OK, &from_agg);
+	/* Well-formed on another port: the heuristic takes the longer body. */
+	m = hdr(INCA_MSG_JOIN, 3);
+	ctrl_body(b, 2, 2, 0x0001, 0x0001, 64, 4, 16, 8, 0, 0, 0, 0);
+	n = roce_ext(b, WORKER_QPN + 3, WORKER_QKEY);
+	msg_frame(g, &m, b, n, INCA_WIRE_OK, &o);
+
+	/* CTRL_FIELD: each field of the extension, then a bad control body
+	 * in front of a good extension (one reason for the body). */
+	m = hdr(INCA_MSG_JOIN, 1);
+	ctrl_body(b, 2, 2, 0x0001, 0x0001, 0, 4, 0, 0, 0, 0, 0, 0);
+	n = roce_ext(b, INCA_ROCE_QPN_MIN - 1, WORKER_QKEY);
+	msg_frame(g, &m, b, n, INCA_WIRE_CTRL_FIELD, &to_agg);
+	n = roce_ext(b, 0, WORKER_QKEY);
+	msg_frame(g, &m, b, n, INCA_WIRE_CTRL_FIELD, &to_agg);
+	n = roce_ext(b, INCA_ROCE_QPN_MAX + 1, WORKER_QKEY);
+	msg_frame(g, &m, b, n, INCA_WIRE_CTRL_FIELD, &to_agg);
+	n = roce_ext(b, WORKER_QPN, 0x80000000u);
+	msg_frame(g, &m, b, n, INCA_WIRE_CTRL_FIELD, &to_agg);
+	n = roce_ext(b, WORKER_QPN, WORKER_QKEY);
+	b[INCA_CTRL_LEN + INCA_ROCE_EXT_LEN - 1] = 1;
+	msg_frame(g, &m, b, n, INCA_WIRE_CTRL_FIELD, &to_agg);
+	m.type = INCA_MSG_JOIN_ACK;
+	n = roce_ext(b, AGG_QPN, AGG_QKEY);
+	b[INCA_CTRL_LEN + 8] = 0x80;
+	msg_frame(g, &m, b, n, INCA_WIRE_CTRL_FIELD, &from_agg);
+	m.type = INCA_MSG_JOIN;
+	ctrl_body(b, 2, 2, 0x0001, 0x0001, 0, 0, 0, 0, 0, 0, 0, 0);
+	n = roce_ext(b, WORKER_QPN, WORKER_QKEY);
+	msg_frame(g, &m, b, n, INCA_WIRE_CTRL_FIELD, &to_agg);
+
+	/* CTRL_LEN: the extension where no extension goes, or cut. */
+	ctrl_body(b, 2, 2, 0x0001, 0x0001, 0, 4, 0, 0, 0, 0, 0, 0);
+	n = roce_ext(b, WORKER_QPN, WORKER_QKEY);
+	msg_frame(g, &m, b, n - 8, INCA_WIRE_CTRL_LEN, &to_agg);
+	memset(b + n, 0, INCA_CTRL_LEN - INCA_ROCE_EXT_LEN);
+	msg_frame(g, &m, b, 2 * INCA_CTRL_LEN, INCA_WIRE_CTRL_LEN, &to_agg);
+	m = hdr(INCA_MSG_HELLO, 0);
+	m.job = 0;
+	msg_frame(g, &m, b, n, INCA_WIRE_CTRL_LEN, &to_agg);
+	m.type = INCA_MSG_CAPS;
+	ctrl_body(b, 2, 2, 0x000f, 0x0007, 4096, 0, 0, 0, INCA_CAP_MASK, 100, 1000, 0);
+	msg_frame(g, &m, b, n, INCA_WIRE_CTRL_LEN, &from_agg);
+	m = hdr(INCA_MSG_HEARTBEAT, 1);
+	memset(b, 0, n);
+	roce_ext(b, WORKER_QPN, WORKER_QKEY);
+	msg_frame(g, &m, b, n, INCA_WIRE_CTRL_LEN, &to_agg);
+}
+
+/* How a RoCEv2 frame departs from a valid one; all zero: valid. */
+struct roce_opts {
+	int from_agg;
+	uint8_t opcode;		/* 0: UD SEND only */
+	uint8_t tver;
+	uint16_t pkey;		/* 0: the default partition */
+	int set_pad;		/* write pad as the pad count, not what encap computed */
+	uint8_t pad;
+	size_t cut;		/* bytes taken off the end of the padded payload */
+	int shift;		/* the message moved: -8 without DETH (RC), 4 after ImmDt */
+	int bad_icrc;
+	int rerouted;		/* a router changed what the ICRC leaves out */
+};
+
+/*
+ * The ICRC of an untagged RoCEv2 frame of @p len bytes (ICRC included), by
+ * the spec's definition and with zlib's CRC-32, so that it shares nothing
+ * with the dissector or the codec: over 8 bytes of ones, the IPv4 and UDP
+ * headers and BTH to the end of the payload, with the fields routers may
+ * change as ones.
+ */
+static uint32_t
+roce_icrc(const uint8_t *frame, size_t len)
+{
+	static uint8_t buf[8 + FRAME_CAP];
+	size_t n = len - ETH_LEN - INCA_ICRC_LEN;
+	uint8_t *ip = buf + 8, *udp = ip + IPV4_LEN, *bth = udp + UDP_LEN;
+
+	memset(buf, 0xff, 8);
+	memcpy(ip, frame + ETH_LEN, n);
+	ip[1] = 0xff;			/* DSCP, ECN */
+	ip[8] = 0xff;			/* TTL */
+	ip[10] = ip[11] = 0xff;		/* header checksum */
+	udp[6] = udp[7] = 0xff;		/* checksum */
+	bth[4] = 0xff;			/* FECN, BECN, reserved */
+	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), buf, (uInt)(8 + n));
+}
+
+static uint32_t
+le32_at(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/*
+ * An INCA message (@p msg, @p msg_len bytes, possibly shorter than a
+ * header) as the payload of a RoCEv2 UD SEND built with inca_roce_encap(),
+ * changed as @p o says. The verdict of the receiver's checks in the spec's
+ * order (frame, inca_roce_parse, the ICRC computed here, inca_msg_decode)
+ * must be @p want.
+ */
+static void
+roce_frame(struct gen *g, const uint8_t *msg, size_t msg_len, enum inca_wire_err want,
+	   const struct roce_opts *o)
+{
+	static uint8_t frame[FRAME_CAP];
+	uint8_t *ip = frame + ETH_LEN, *pl = frame + INCA_ENCAP_LEN;
+	unsigned int rank = msg_len >= 8 ? msg[7] & 0x1f : 0;
+	uint8_t worker_mac[6] = { 0x02, 0x77, 0, 0, 0, 0x0a + rank };
+	uint32_t wip = WORKER_IP + rank, icrc, good;
+	struct inca_roce_info ri, r;
+	const uint8_t *rmsg;
+	size_t len, flen, payload, shown, rlen;
+	enum inca_wire_err err;
+	struct inca_frame f;
+	struct inca_msg d;
+	unsigned int pad;
+	uint16_t sport;
+	int data, claim;
+
+	data = msg_len >= 2 && (msg[1] == INCA_MSG_CONTRIB || msg[1] == INCA_MSG_RESULT);
+	memset(&ri, 0, sizeof(ri));
+	ri.opcode = o->opcode ? o->opcode : INCA_ROCE_OP_UD_SEND_ONLY;
+	ri.pkey = o->pkey ? o->pkey : INCA_ROCE_PKEY;
+	ri.dqpn = o->from_agg ? WORKER_QPN + rank : AGG_QPN;
+	ri.qkey = o->from_agg ? WORKER_QKEY + rank : AGG_QKEY;
+	ri.sqpn = o->from_agg ? AGG_QPN : WORKER_QPN + rank;
+	ri.psn = data && msg_len >= 20 ? get(msg + 16, 4) & 0xffffff : 0;
+	memcpy(pl + INCA_ROCE_HDR_LEN, msg, msg_len);
+	len = inca_roce_encap(pl, &ri, msg_len) - o->cut;
+	if (o->shift) {
+		/* Where the opcode's own headers put the payload, so that only
+		 * the opcode says the packet is not INCA's. */
+		memmove(pl + INCA_ROCE_HDR_LEN + o->shift, pl + INCA_ROCE_HDR_LEN,
+			len - INCA_ROCE_HDR_LEN - INCA_ICRC_LEN);
+		if (o->shift > 0)
+			put32(pl + INCA_ROCE_HDR_LEN, 0x494e4341);	/* ImmDt */
+		len += o->shift;
+	}
+	pl[1] |= o->tver;
+	if (o->set_pad)
+		pl[1] = (uint8_t)((pl[1] & ~0x30) | o->pad << 4);
+
+	/* incad's source port for a pair of queue pairs; RoCEv2 senders send
+	 * no UDP checksum. */
+	sport = (uint16_t)(49152 + ((ri.sqpn ^ ri.dqpn) % 16384));
+	if (o->from_agg)
+		flen = inca_frame_build(frame, worker_mac, agg_mac, AGG_IP, wip, sport,
+					INCA_ROCE_PORT, len);
+	else
+		flen = inca_frame_build(frame, agg_mac, worker_mac, wip, AGG_IP, sport,
+					INCA_ROCE_PORT, len);
+	if (flen == 0)
+		die("frame %u: cannot build", g->frames + 1);
+	put16(frame + INCA_ENCAP_LEN - 2, 0);
+	good = roce_icrc(frame, flen);
+	icrc = o->bad_icrc ? good ^ 0x00000100u : good;
+	if (o->rerouted) {
+		/* DSCP 26 with ECN CE, one hop less, BECN: none of it is in the
+		 * ICRC, all of it a router may change. */
+		ip[1] = 26 << 2 | 3;
+		ip[8]--;
+		put16(ip + 10, 0);
+		put16(ip + 10, inca_csum(ip, IPV4_LEN, 0));
+		pl[4] |= 0x40;
+	}
+	frame[flen - 4] = icrc & 0xff;
+	frame[flen - 3] = (icrc >> 8) & 0xff;
+	frame[flen - 2] = (icrc >> 16) & 0xff;
+	frame[flen - 1] = icrc >> 24;
+
+	err = inca_frame_parse(frame, flen, INCA_ROCE_PORT, &f);
+	if (err != INCA_WIRE_OK)
+		die("frame %u: RoCEv2 frame fails the frame checks: %s", g->frames + 1,
+		    inca_wire_err_name(err));
+	err = inca_roce_parse(f.msg, f.msg_len, &r, &rmsg, &rlen);
+	if (err == INCA_WIRE_OK && le32_at(frame + flen - 4) != roce_icrc(frame, flen))
+		err = INCA_WIRE_ROCE_ICRC;
+	if (err == INCA_WIRE_OK)
+		err = inca_msg_decode(rmsg, rlen, 0, &d);
+	if (err != want)
+		die("frame %u: the checks say %s, the case was written for %s", g->frames + 1,
+		    inca_wire_err_name(err), inca_wire_err_name(want));
+
+	/* What the dissector shows as the message: the payload without its
+	 * pad, unless the pad count would cut into the header (ROCE_PAD). */
+	payload = len - INCA_ROCE_HDR_LEN - INCA_ICRC_LEN;
+	pad = (pl[1] >> 4) & 3;
+	shown = payload - pad >= INCA_HDR_LEN ? payload - pad : payload;
+	claim = pl[0] == INCA_ROCE_OP_UD_SEND_ONLY && payload >= 2 &&
+		msg[0] == INCA_PROTO_VERSION && msg[1] >= 1 && msg[1] < INCA_MSG_MAX_;
+	expect_msg(g, msg, shown < msg_len ? shown : msg_len);
+	kv(g, "errors", "%s", err == INCA_WIRE_OK ? "" : inca_wire_err_name(err));
+	kv(g, "roce", "1");
+	kv(g, "claim", "%d", claim);
+	if (claim) {
+		/* BTH and DETH as the bytes say, as Wireshark's InfiniBand
+		 * dissector names them. */
+		kv(g, "infiniband.bth.opcode", "%u", pl[0]);
+		kv(g, "infiniband.bth.padcnt", "%u", pad);
+		kv(g, "infiniband.bth.tver", "%u", pl[1] & 0x0f);
+		kv(g, "infiniband.bth.p_key", "%u", get(pl + 2, 2));
+		kv(g, "infiniband.bth.destqp", "%u", get(pl + 5, 3));
+		kv(g, "infiniband.bth.psn", "%u", get(pl + 9, 3));
+		kv(g, "infiniband.deth.q_key", "%u", get(pl + 12, 4));
+		kv(g, "infiniband.deth.srcqp", "%u", get(pl + 17, 3));
+		kv(g, "inca.roce.icrc", "%u", icrc);
+		kv(g, "inca.roce.icrc.computed", "%u", good);
+	}
+	emit(g, frame, flen, flen, INCA_ROCE_PORT, 0, shown);
+}
+
+/* A message from a header and a body, for roce_frame(). */
+static size_t
+build_msg(uint8_t *buf, const struct inca_msg *m, const void *body, size_t body_len)
+{
+	inca_hdr_encode(m, buf);
+	memcpy(buf + INCA_HDR_LEN, body, body_len);
+	return INCA_HDR_LEN + body_len;
+}
+
+/*
+ * RoCEv2 (docs/protocol.md, "RoCEv2 transport"): data messages of both
+ * directions, padded and not, then one malformed frame per RoCEv2 check,
+ * each broken in that way only (the others hold, the ICRC is right), and
+ * messages the message checks refuse inside a good envelope. ROCE_QPN and
+ * ROCE_QKEY have no frame: any queue pair or Q_Key is some aggregator's.
+ */
+static void
+gen_roce(struct gen *g)
+{
+	static uint8_t b[INCA_MAX_PAYLOAD_BYTES], mb[INCA_HDR_LEN + INCA_MAX_PAYLOAD_BYTES];
+	struct roce_opts w = { 0 }, a = { .from_agg = 1 }, o;
+	struct inca_msg m;
+	size_t n;
+
+	m = hdr(INCA_MSG_CONTRIB, 3);
+	m.slot = 2;
+	m.seq = 0x01000005;	/* the PSN is its low 24 bits */
+	m.count = 6;
+	n = payload(b, INCA_DTYPE_INT32, m.count, 1);
+	roce_frame(g, mb, build_msg(mb, &m, b, n), INCA_WIRE_OK, &w);
+	m.type = INCA_MSG_RESULT;
+	m.flags = INCA_F_SET | INCA_F_LAST;
+	m.count = 40;
+	m.bitmap = 0x0000000f;
+	n = payload(b, INCA_DTYPE_INT32, m.count, 2);
+	roce_frame(g, mb, build_msg(mb, &m, b, n), INCA_WIRE_OK, &a);
+	/* Odd counts of 16-bit elements: 2 bytes of pad. */
+	m = hdr(INCA_MSG_CONTRIB, 1);
+	m.dtype = INCA_DTYPE_FP16;
+	m.slot = 7;
+	m.seq = 99;
+	m.count = 7;
+	n = payload(b, m.dtype, m.count, 0);
+	roce_frame(g, mb, build_msg(mb, &m, b, n), INCA_WIRE_OK, &w);
+	m.type = INCA_MSG_RESULT;
+	m.flags = INCA_F_RETX;
+	m.bitmap = 0x3;
+	roce_frame(g, mb, build_msg(mb, &m, b, n), INCA_WIRE_OK, &a);
+	m = hdr(INCA_MSG_CONTRIB, 0);
+	m.dtype = INCA_DTYPE_BF16;
+	m.op = INCA_OP_MAX;
+	m.count = 1;
+	n = payload(b, m.dtype, m.count, 3);
+	roce_frame(g, mb, build_msg(mb, &m, b, n), INCA_WIRE_OK, &w);
+	/* The largest fp32 RESULT of a 1024-byte RoCE MTU, and a data NACK. */
+	m = hdr(INCA_MSG_RESULT, 2);
+	m.dtype = INCA_DTYPE_FP32;
+	m.count = 248;
+	m.bitmap = 0x7;
+	n = payload(b, m.dtype, m.count, 1);
+	roce_frame(g, mb, build_msg(mb, &m, b, n), INCA_WIRE_OK, &a);
+	m = hdr(INCA_MSG_NACK, 2);
+	m.reason = INCA_NACK_MISMATCH;
+	m.slot = 4;
+	m.seq = 17;
+	roce_frame(g, mb, build_msg(mb, &m, b, 0), INCA_WIRE_OK, &a);
+	/* Rewritten on the way by what the ICRC leaves out: still valid. */
+	m = hdr(INCA_MSG_CONTRIB, 4);
+	m.count = 3;
+	n = payload(b, INCA_DTYPE_INT32, m.count, 0);
+	o = w;
+	o.rerouted = 1;
+	roce_frame(g, mb, build_msg(mb, &m, b, n), INCA_WIRE_OK, &o);
+
+	/* ROCE_SHORT: a header cut to whole words, and to version and type. */
+	m = hdr(INCA_MSG_CONTRIB, 5);
+	m.count = 1;
+	inca_hdr_encode(&m, mb);
+	roce_frame(g, mb, INCA_HDR_LEN - 4, INCA_WIRE_ROCE_SHORT, &w);
+	roce_frame(g, mb, 2, INCA_WIRE_ROCE_SHORT, &w);
+	/* ROCE_OPCODE: a UD SEND with immediate and an RC SEND only, each with
+	 * the message where its opcode puts a payload (after ImmDt; after BTH,
+	 * as RC has no DETH), and a CNP. */
+	m.count = 2;
+	n = build_msg(mb, &m, b, payload(b, INCA_DTYPE_INT32, 2, 0));
+	o = w;
+	o.opcode = 0x65;
+	o.shift = 4;
+	roce_frame(g, mb, n, INCA_WIRE_ROCE_OPCODE, &o);
+	o.opcode = 0x04;
+	o.shift = -INCA_DETH_LEN;
+	roce_frame(g, mb, n, INCA_WIRE_ROCE_OPCODE, &o);
+	o.opcode = 0x81;
+	o.shift = 0;
+	roce_frame(g, mb, n, INCA_WIRE_ROCE_OPCODE, &o);
+	m.count = 1;
+	n = build_msg(mb, &m, b, payload(b, INCA_DTYPE_INT32, 1, 0));
+	/* ROCE_TVER, ROCE_PKEY: another version, another partition, and the
+	 * default partition as a limited member. */
+	o = w;
+	o.tver = 1;
+	roce_frame(g, mb, n, INCA_WIRE_ROCE_TVER, &o);
+	o = w;
+	o.pkey = 0xfffe;
+	roce_frame(g, mb, n, INCA_WIRE_ROCE_PKEY, &o);
+	o.pkey = 0x7fff;
+	roce_frame(g, mb, n, INCA_WIRE_ROCE_PKEY, &o);
+	/* ROCE_PAD: a payload that is not whole words (3 fp16 elements sent
+	 * without their pad), and a pad count that eats into the header. */
+	m = hdr(INCA_MSG_CONTRIB, 6);
+	m.dtype = INCA_DTYPE_FP16;
+	m.count = 3;
+	o = w;
+	o.set_pad = 1;
+	o.pad = 0;
+	o.cut = 2;
+	roce_frame(g, mb, build_msg(mb, &m, b, payload(b, m.dtype, 3, 0)), INCA_WIRE_ROCE_PAD,
+		   &o);
+	m = hdr(INCA_MSG_HEARTBEAT, 6);
+	o = w;
+	o.set_pad = 1;
+	o.pad = 1;
+	roce_frame(g, mb, build_msg(mb, &m, b, 0), INCA_WIRE_ROCE_PAD, &o);
+	/* ROCE_ICRC: an int32 CONTRIB and a padded fp16 RESULT. */
+	m = hdr(INCA_MSG_CONTRIB, 7);
+	m.count = 2;
+	o = w;
+	o.bad_icrc = 1;
+	roce_frame(g, mb, build_msg(mb, &m, b, payload(b, INCA_DTYPE_INT32, 2, 0)),
+		   INCA_WIRE_ROCE_ICRC, &o);
+	m.type = INCA_MSG_RESULT;
+	m.dtype = INCA_DTYPE_FP16;
+	m.count = 5;
+	o = a;
+	o.bad_icrc = 1;
+	roce_frame(g, mb, build_msg(mb, &m, b, payload(b, m.dtype, 5, 0)), INCA_WIRE_ROCE_ICRC,
+		   &o);
+
+	/* The message checks on the payload without its pad: a body 2 bytes
+	 * short of count x size (the pad does not make up for it), flags. */
+	m = hdr(INCA_MSG_CONTRIB, 8);
+	m.dtype = INCA_DTYPE_FP16;
+	m.count = 4;
+	roce_frame(g, mb, build_msg(mb, &m, b, payload(b, m.dtype, 3, 0)), INCA_WIRE_LEN, &w);
+	m.flags = 0x20;
+	roce_frame(g, mb, build_msg(mb, &m, b, payload(b, m.dtype, 4, 0)), INCA_WIRE_FLAGS, &w);
+}
+
 /*
  * Valid messages with random bytes changed, cut or extended: the dissector
  * must agree with the codec on whether each is valid and never fail.
@@ -885,6 +1320,7 @@ print_tables(void)
 	printf("const\tMAX_WORKERS\t%d\n", INCA_MAX_WORKERS);
 	printf("const\tMAX_ELEMS\t%d\n", INCA_MAX_ELEMS);
 	printf("const\tMAX_PAYLOAD_BYTES\t%d\n", INCA_MAX_PAYLOAD_BYTES);
+	printf("const\tROCE_PORT\t%d\n", INCA_ROCE_PORT);
 #define TYPE_(n, v, d) printf("type\t%d\t%s\t%s\n", v, #n, d);
 	INCA_MSG_TYPES(TYPE_)
 #undef TYPE_
@@ -941,6 +1377,8 @@ main(int argc, char **argv)
 	gen_data(&g);
 	gen_malformed(&g);
 	gen_ports(&g);
+	gen_roce_ext(&g);
+	gen_roce(&g);
 	gen_fuzz(&g);
 	if (fclose(g.pcap) != 0 || fclose(g.expect) != 0)
 		die("close: %s", strerror(errno));

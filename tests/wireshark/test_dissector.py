@@ -10,12 +10,14 @@ usage: test_dissector.py INCA_PCAP_GEN INCA_LUA [PROTOCOL_MD]
    from the X-macros and flag/capability macros it is compiled with.
 2. A capture written by inca_pcap_gen with the codec (every message type,
    data type and operation, a NACK per reason, boundary values, one
-   malformed message per message check, mutated messages) is decoded by
-   tshark; every field must equal what was encoded, and the dissector's
-   expert info must name the reason inca_msg_decode() gives, first.
-   No frame may raise a Lua error.
-3. The preferences: the UDP port, the number of elements shown, and the
-   heuristic dissector on other ports.
+   malformed message per message check, mutated messages, JOINs with the
+   RoCEv2 extension, RoCEv2 frames with one malformed frame per RoCEv2
+   check) is decoded by tshark; every field must equal what was encoded
+   (for RoCEv2 also BTH and DETH as the InfiniBand dissector shows them,
+   and the ICRC), and the dissector's expert info must name the reason the
+   codec gives, first. No frame may raise a Lua error.
+3. The preferences: the UDP port, the number of elements shown, the
+   heuristic dissector on other ports, and INCA in RoCEv2.
 4. With PROTOCOL_MD (docs/protocol.md): the worked examples of the spec,
    decoded, show the values their "fields:" lines list (every other
    header and control field 0).
@@ -135,7 +137,9 @@ def check_tables(t, tshark, lua, env):
                  "ctrl.ver_max", "ctrl.dtypes", "ctrl.ops", "ctrl.max_elems",
                  "ctrl.nworkers", "ctrl.pool_size", "ctrl.window", "ctrl.caps",
                  "ctrl.hb_ms", "ctrl.evict_ms", "ctrl.pool_base", "ctrl.session",
-                 "payload", "elem.int32", "elem.fp32", "elem.fp16", "elem.bf16"):
+                 "payload", "elem.int32", "elem.fp32", "elem.fp16", "elem.bf16",
+                 "roce_ext", "roce_ext.qpn", "roce_ext.qkey", "roce_ext.reserved", "roce",
+                 "roce.pad", "roce.icrc", "roce.icrc.computed"):
         if "inca." + name not in fields:
             fail("field inca.%s is missing" % name)
     if fields.get("inca.exp", ("",))[0] != "FT_INT8":
@@ -144,6 +148,8 @@ def check_tables(t, tshark, lua, env):
     prefs = run([tshark, "-G", "defaultprefs", "-X", "lua_script:" + lua], env)
     if "#inca.udp_port: %d" % t["const"]["UDP_PORT"] not in prefs:
         fail("default of inca.udp_port is not INCA_UDP_PORT %d" % t["const"]["UDP_PORT"])
+    if "#inca.roce: TRUE" not in prefs:
+        fail("INCA in RoCEv2 (inca.roce) is not on by default")
 
 
 def load_expect(path):
@@ -181,9 +187,14 @@ def check_frame(i, e, fl, info, t):
     for name, show, showname in fl:
         first.setdefault(name, (show, showname))
     snap = e["snap"] != "0"
+    if e.get("roce") == "1" and ("infiniband" not in names or
+                                 names.index("infiniband") > names.index("inca")):
+        fail("%s: RoCEv2, but INCA is not under the InfiniBand dissector: %s" %
+             (where, [n for n in names if "." not in n]))
 
+    # INCA's fields, and for RoCEv2 the BTH and DETH that carried it.
     for key, val in e.items():
-        if not key.startswith("inca."):
+        if not key.startswith(("inca.", "infiniband.")):
             continue
         if key not in first:
             if not snap:
@@ -432,13 +443,27 @@ def main():
         if len(pk) != len(frames):
             fail("tshark read %d packets, %d were written" % (len(pk), len(frames)))
 
-        # Default preferences: the INCA port and the heuristic elsewhere.
-        covered = set()
+        # Default preferences: the INCA port, the heuristic elsewhere, and
+        # RoCEv2 UD SENDs that start with INCA's version and a known type
+        # (claim=1): those are decoded whatever their other faults.
+        covered, left_to_ib = set(), set()
         for i, (e, fl) in enumerate(zip(frames, pk), 1):
             port = int(e["port"])
             valid = e["inca"] == "1" and e["errors"] == ""
             has = any(f[0] == "inca" for f in fl)
-            if port == t["const"]["UDP_PORT"]:
+            if e.get("roce") == "1":
+                if port != t["const"]["ROCE_PORT"]:
+                    fail("frame %d: RoCEv2 on port %d" % (i, port))
+                if e["claim"] == "1":
+                    check_frame(i, e, fl, infos.get(i, ""), t)
+                    if e["fuzz"] == "0" and e["errors"]:
+                        covered.add(e["errors"])
+                elif has:
+                    fail("frame %d: RoCEv2 that is not a UD SEND-only of INCA (%s) "
+                         "decoded as INCA" % (i, e["errors"]))
+                else:
+                    left_to_ib.add(e["errors"])
+            elif port == t["const"]["UDP_PORT"]:
                 check_frame(i, e, fl, infos.get(i, ""), t)
                 if e["fuzz"] == "0" and e["errors"]:
                     covered.add(e["errors"])
@@ -447,7 +472,16 @@ def main():
                      (i, port, "claimed" if has else "not claimed", valid))
             elif has:
                 check_frame(i, e, fl, infos.get(i, ""), t)
-        missing = set(t["wireerr"]) - covered
+        # The RoCEv2 checks a dissector cannot make (inca.lua's header says
+        # why). ROCE_OPCODE: a packet that is not a UD SEND-only is not INCA
+        # to a dissector that does not own port 4791, so the frames built
+        # for it must stay the InfiniBand dissector's, which is checked
+        # above. ROCE_QPN, ROCE_QKEY: the aggregator's queue pair and Q_Key
+        # are its configuration, not in the packet; there is no frame that
+        # is wrong in itself, so none is written and none is expected.
+        if "ROCE_OPCODE" in left_to_ib:
+            covered.add("ROCE_OPCODE")
+        missing = set(t["wireerr"]) - covered - {"ROCE_QPN", "ROCE_QKEY"}
         if missing:
             fail("no malformed frame for the wire errors %s" % sorted(missing))
 
@@ -456,7 +490,9 @@ def main():
                       env)
         for i, e in enumerate(frames, 1):
             protos, hidden, elems = res.get(i, ([], "", []))
-            want = int(e["port"]) == t["const"]["UDP_PORT"]
+            # RoCEv2 has its own preference: the heuristic's does not touch it.
+            want = e["claim"] == "1" if e.get("roce") == "1" else \
+                int(e["port"]) == t["const"]["UDP_PORT"]
             if ("inca" in protos) != want:
                 fail("frame %d: INCA %s without the heuristic" %
                      (i, "decoded" if not want else "not decoded"))
@@ -466,8 +502,9 @@ def main():
                     fail("frame %d: max_shown 0 shows %d of %s elements" %
                          (i, len(elems), e["inca.count"]))
 
-        # The port preference moves the dissector.
-        res = decoded(tshark, cap, ["-o", "inca.heuristic:FALSE",
+        # The port preference moves the dissector; inca.roce:FALSE leaves
+        # RoCEv2 to the InfiniBand dissector.
+        res = decoded(tshark, cap, ["-o", "inca.heuristic:FALSE", "-o", "inca.roce:FALSE",
                                     "-o", "inca.udp_port:%d" % OTHER_PORT], env)
         for i, e in enumerate(frames, 1):
             want = int(e["port"]) == OTHER_PORT
@@ -481,6 +518,10 @@ def main():
         picked = [i for i, e in enumerate(frames, 1)
                   if int(e["port"]) == t["const"]["UDP_PORT"] and e["inca"] == "1" and
                   e["errors"] == "" and e["snap"] == "0"][:8]
+        # RoCEv2 too: the ICRC does not cover the Ethernet header.
+        picked = sorted(picked + [i for i, e in enumerate(frames, 1)
+                                  if e.get("roce") == "1" and e["claim"] == "1" and
+                                  e["errors"] == ""][:2])
         if not picked:
             fail("no valid INCA frame to tag")
         with open(cap, "rb") as f:

@@ -8,8 +8,35 @@
 -- compares them (through "tshark -G values" and "-G fields") with the
 -- tables compiled from wire.h, so an edit to one without the other fails
 -- the test suite. The checks that raise expert info follow the message
--- checks of the spec's "Validation" section; the test feeds this dissector
--- one frame per check and expects the reason inca_msg_decode() gives.
+-- checks of the spec's "Validation" section and the "RoCEv2 checks" of its
+-- "RoCEv2 transport" section; the test feeds this dissector one frame per
+-- check and expects the reason the codec gives.
+--
+-- RoCEv2: INCA over RoCE is a UD SEND-only to UDP port 4791, and
+-- Wireshark's InfiniBand dissector owns that port: it dissects BTH and
+-- DETH and hands the SEND's payload (the INCA message and its pad, without
+-- the ICRC) to the heuristic dissectors of "infiniband.payload". This file
+-- hooks INCA there rather than taking port 4791 from it, because
+--  - every other RDMA flow on the same capture (RC traffic, CNPs, other UD
+--    applications) keeps its InfiniBand dissection instead of being shown
+--    as broken INCA;
+--  - BTH and DETH are shown, with their filter fields (infiniband.bth.*,
+--    infiniband.deth.*), by the dissector that knows every opcode.
+-- What it costs: this dissector only sees what the InfiniBand dissector
+-- passes on, and claims only a UD SEND-only whose payload starts with
+-- INCA's version and a known message type (there is no INCA port to say
+-- "this is INCA regardless"). So of the spec's RoCEv2 checks it makes
+-- ROCE_SHORT, ROCE_TVER, ROCE_PKEY, ROCE_PAD and ROCE_ICRC (the ICRC is
+-- computed here from the IPv4, UDP and InfiniBand bytes: the InfiniBand
+-- dissector of Wireshark 4.0 shows the ICRC but does not verify it), and
+-- not these:
+--  - ROCE_OPCODE: a packet that is not a UD SEND-only is not INCA to a
+--    dissector that does not own the port (incad only drops it because it
+--    reached the aggregator's address); it stays the InfiniBand
+--    dissector's;
+--  - ROCE_QPN and ROCE_QKEY: the aggregator's queue pair and Q_Key are its
+--    own configuration (they appear in a JOIN_ACK's RoCEv2 extension, which
+--    may not be in the capture); a dissector cannot know them.
 --
 -- Use: tshark -X lua_script:tools/wireshark/inca.lua ..., or copy this file
 -- to ~/.local/lib/wireshark/plugins/ (see tools/wireshark/README.md).
@@ -21,6 +48,13 @@ local CTRL_LEN = 32
 local MAX_WORKERS = 32
 local MAX_ELEMS = 4096
 local MAX_PAYLOAD_BYTES = 8192
+
+-- RoCEv2 (wire.h INCA_BTH_LEN .. INCA_ROCE_EXT_LEN).
+local BTH_LEN, DETH_LEN, ICRC_LEN = 12, 8, 4
+local ROCE_OP_UD_SEND_ONLY = 0x64
+local ROCE_PKEY = 0xffff
+local ROCE_QPN_MIN, ROCE_QPN_MAX = 2, 0xffffff
+local ROCE_EXT_LEN = 16
 
 -- INCA_MSG_TYPES: value = { name, description }.
 local MSG_TYPES = {
@@ -95,7 +129,9 @@ local CAPS = {
 local CAP_MASK = 0x001f
 
 -- The message checks of INCA_WIRE_ERRORS (from SHORT on; the frame checks
--- before it are Ethernet, IPv4 and UDP's, which Wireshark dissects itself).
+-- before it are Ethernet, IPv4 and UDP's, which Wireshark dissects itself),
+-- then the RoCEv2 checks this dissector can make (see the top of the file
+-- for ROCE_OPCODE, ROCE_QPN and ROCE_QKEY).
 local WIRE_ERRORS = {
 	{ "SHORT", "message shorter than the INCA header" },
 	{ "VERSION", "unsupported protocol version" },
@@ -111,6 +147,11 @@ local WIRE_ERRORS = {
 	{ "REASON", "NACK without a known reason, or reason in a non-NACK" },
 	{ "CTRL_FIELD", "control body field out of range" },
 	{ "BFP_DTYPE", "block fixed point flag on a non-int32 message" },
+	{ "ROCE_SHORT", "RoCEv2 packet shorter than BTH, DETH, INCA header and ICRC" },
+	{ "ROCE_TVER", "BTH transport header version is not 0" },
+	{ "ROCE_PKEY", "partition key is not the default partition 0xffff" },
+	{ "ROCE_PAD", "BTH pad count does not leave a whole INCA message" },
+	{ "ROCE_ICRC", "bad RoCEv2 invariant CRC" },
 }
 
 local inca = Proto("inca", "INCA In-Network Collective Aggregation")
@@ -164,6 +205,17 @@ local hf = {
 	evict_ms = ProtoField.uint32("inca.ctrl.evict_ms", "Eviction timeout (ms)", base.DEC),
 	pool_base = ProtoField.uint32("inca.ctrl.pool_base", "Pool base", base.DEC),
 	session = ProtoField.uint32("inca.ctrl.session", "Session token", base.HEX),
+
+	roce_ext = ProtoField.bytes("inca.roce_ext", "RoCEv2 extension"),
+	roce_ext_qpn = ProtoField.uint32("inca.roce_ext.qpn", "Queue pair", base.HEX),
+	roce_ext_qkey = ProtoField.uint32("inca.roce_ext.qkey", "Q_Key", base.HEX),
+	roce_ext_reserved = ProtoField.uint64("inca.roce_ext.reserved", "Reserved", base.HEX),
+
+	roce = ProtoField.none("inca.roce", "RoCEv2 envelope"),
+	roce_pad = ProtoField.bytes("inca.roce.pad", "Pad"),
+	roce_icrc = ProtoField.uint32("inca.roce.icrc", "Invariant CRC", base.HEX),
+	roce_icrc_computed = ProtoField.uint32("inca.roce.icrc.computed",
+					       "Computed invariant CRC", base.HEX),
 
 	payload = ProtoField.bytes("inca.payload", "Payload"),
 	elems_hidden = ProtoField.uint32("inca.payload.not_shown", "Elements not shown",
@@ -240,6 +292,8 @@ inca.prefs.udp_port = Pref.uint("UDP port", UDP_PORT,
 -- scripts register, so this dissector's heuristic has its own switch.
 inca.prefs.heuristic = Pref.bool("Heuristic on other ports", true,
 				 "Recognize well-formed INCA v1 messages on any UDP port")
+inca.prefs.roce = Pref.bool("INCA in RoCEv2", true,
+			    "Recognize INCA messages in RoCEv2 UD SENDs (UDP port 4791)")
 inca.prefs.max_shown = Pref.uint("Elements shown", 16,
 				 "How many payload elements to show per message (0: all)")
 
@@ -376,6 +430,15 @@ local function dissect_payload(tvb, tree, h, body_len)
 	end
 end
 
+local function err_text(name, detail)
+	for _, e in ipairs(WIRE_ERRORS) do
+		if e[1] == name then
+			return detail and (e[2] .. ": " .. detail) or e[2]
+		end
+	end
+	return name
+end
+
 -- The control body (32 bytes at HDR_LEN; the caller checked they are there).
 -- Returns the decoded values; with check (a body of the right length, as a
 -- receiver would check it) marks the fields out of range (CTRL_FIELD).
@@ -441,26 +504,160 @@ local function dissect_ctrl(tvb, tree, h, check)
 		return c, false
 	end
 	for _, b in ipairs(bad) do
-		b[1]:add_proto_expert_info(ef.CTRL_FIELD, WIRE_ERRORS[13][2] .. ": " .. b[2])
+		b[1]:add_proto_expert_info(ef.CTRL_FIELD, err_text("CTRL_FIELD", b[2]))
 	end
 	return c, #bad > 0
 end
 
-local function err_text(name, detail)
-	for _, e in ipairs(WIRE_ERRORS) do
-		if e[1] == name then
-			return detail and (e[2] .. ": " .. detail) or e[2]
-		end
+-- The RoCEv2 extension of a JOIN or JOIN_ACK (16 bytes after the control
+-- body; the caller checked they are there). With check, marks it as
+-- wire.c's check_roce_ext() would (CTRL_FIELD). Returns it and whether it
+-- is bad.
+local function dissect_roce_ext(tvb, tree, check)
+	local off = HDR_LEN + CTRL_LEN
+	local xt = tree:add(hf.roce_ext, tvb(off, ROCE_EXT_LEN))
+	xt:set_text("RoCEv2 extension")
+	local x = {
+		qpn = tvb(off, 4):uint(),
+		qkey = tvb(off + 4, 4):uint(),
+		rsvd = tvb(off + 8, 8):uint64(),
+	}
+	local qpn_it = xt:add(hf.roce_ext_qpn, tvb(off, 4))
+	local qkey_it = xt:add(hf.roce_ext_qkey, tvb(off + 4, 4))
+	local rsvd_it = xt:add(hf.roce_ext_reserved, tvb(off + 8, 8))
+	local bad = {}
+	if x.qpn < ROCE_QPN_MIN or x.qpn > ROCE_QPN_MAX then
+		bad[#bad + 1] = { qpn_it, string.format("queue pair 0x%x outside 0x%x..0x%x",
+							x.qpn, ROCE_QPN_MIN, ROCE_QPN_MAX) }
 	end
-	return name
+	if x.qkey >= 0x80000000 then
+		bad[#bad + 1] = { qkey_it, "controlled Q_Key (bit 31 set)" }
+	end
+	if tostring(x.rsvd) ~= "0" then
+		bad[#bad + 1] = { rsvd_it, "reserved bytes not 0" }
+	end
+	xt:append_text(string.format(": queue pair 0x%06x, Q_Key 0x%08x", x.qpn, x.qkey))
+	if not check then
+		return x, false
+	end
+	for _, b in ipairs(bad) do
+		b[1]:add_proto_expert_info(ef.CTRL_FIELD, err_text("CTRL_FIELD", b[2]))
+	end
+	return x, #bad > 0
 end
 
--- Dissects one INCA message (a whole UDP payload). Never raises: every
--- length is checked before a read, and what cannot be parsed is shown as
--- bytes with expert info.
-local function dissect(tvb, pinfo, tree)
-	local cap = tvb:len()
-	local len = tvb:reported_len()
+-- CRC-32 as the Ethernet FCS (reflected 0x04C11DB7), for the ICRC. Lua 5.2
+-- (Wireshark 4.0) has bit32; Lua 5.3 and later have operators, which 5.2
+-- cannot parse, so they are compiled only when bit32 is missing.
+local band, bxor, rshift
+if bit32 then
+	band, bxor, rshift = bit32.band, bit32.bxor, bit32.rshift
+else
+	band, bxor, rshift = load("return function(a, b) return a & b end, " ..
+				  "function(a, b) return a ~ b end, " ..
+				  "function(a, n) return a >> n end")()
+end
+local crc_table = {}
+for i = 0, 255 do
+	local c = i
+	for _ = 1, 8 do
+		if c % 2 == 1 then
+			c = bxor(rshift(c, 1), 0xedb88320)
+		else
+			c = rshift(c, 1)
+		end
+	end
+	crc_table[i] = c
+end
+
+local function crc32_update(crc, s)
+	for i = 1, #s do
+		crc = bxor(crc_table[bxor(band(crc, 0xff), s:byte(i))], rshift(crc, 8))
+	end
+	return crc
+end
+
+-- The ICRC of a RoCEv2 packet (docs/protocol.md, "Packet layout"): over 8
+-- bytes of ones, the IPv4 header, the UDP header and BTH to the end of the
+-- payload, with what routers may change (type of service, TTL, IPv4
+-- checksum, UDP checksum, BTH byte 4) replaced by ones.
+local function icrc_of(ip, udp, ib)
+	local h = ip:raw()
+	h = h:sub(1, 1) .. "\255" .. h:sub(3, 8) .. "\255" .. h:sub(10, 10) .. "\255\255" ..
+		h:sub(13)
+	local u = udp:raw():sub(1, 6) .. "\255\255"
+	local b = ib:raw()
+	b = b:sub(1, 4) .. "\255" .. b:sub(6)
+	local crc = crc32_update(0xffffffff, string.rep("\255", 8))
+	crc = crc32_update(crc, h)
+	crc = crc32_update(crc, u)
+	crc = crc32_update(crc, b)
+	return bxor(crc, 0xffffffff)
+end
+
+-- The RoCEv2 envelope around a message: tvb is the SEND's payload (message
+-- and pad), env the ranges roce_envelope() found. Makes the RoCEv2 checks
+-- a dissector can, in the spec's order, under one subtree of t. Returns the
+-- message without its pad, and whether the payload is too short for a
+-- header (then the message checks have nothing to add). A pad count that
+-- would cut into the header (ROCE_PAD) is not applied: the message shown
+-- is then the whole payload.
+local function dissect_envelope(tvb, t, env, flag_err)
+	local ib = env.ib
+	local payload = tvb:reported_len()
+	local b1 = ib:range(1, 1):uint()
+	local pad = math.floor(b1 / 16) % 4
+	local tver = b1 % 16
+	local pkey = ib:range(2, 2):uint()
+	local rt = t:add(hf.roce, ib)
+	rt:set_text(string.format("RoCEv2 UD SEND: destination QP 0x%06x, source QP 0x%06x, " ..
+				  "pad %d", env.dqp, env.sqp, pad))
+
+	local short = payload < HDR_LEN
+	if short then
+		flag_err("ROCE_SHORT", rt,
+			 string.format("%d bytes between DETH and ICRC", payload))
+	end
+	if tver ~= 0 then
+		flag_err("ROCE_TVER", rt, string.format("version %d", tver))
+	end
+	if pkey ~= ROCE_PKEY then
+		flag_err("ROCE_PKEY", rt, string.format("0x%04x", pkey))
+	end
+	-- A short payload fails this check too; ROCE_SHORT says it first.
+	if not short and (payload % 4 ~= 0 or payload - pad < HDR_LEN) then
+		flag_err("ROCE_PAD", rt, string.format("%d bytes with pad count %d", payload, pad))
+	end
+	local n = ib:len()
+	if n == BTH_LEN + DETH_LEN + payload + ICRC_LEN then
+		local icrc_r = ib:range(n - ICRC_LEN, ICRC_LEN)
+		local got = icrc_r:le_uint()
+		local want = icrc_of(env.ip, env.udp, ib:range(0, n - ICRC_LEN))
+		-- Sent least significant byte first, as the Ethernet FCS.
+		rt:add_le(hf.roce_icrc, icrc_r)
+		local it = rt:add(hf.roce_icrc_computed, want)
+		it:set_generated()
+		if got ~= want then
+			flag_err("ROCE_ICRC", it, string.format("0x%08x received, 0x%08x computed",
+								got, want))
+		end
+	end
+
+	local msg_len = payload - pad
+	if msg_len < HDR_LEN then
+		msg_len = payload
+	end
+	if msg_len < payload then
+		rt:add(hf.roce_pad, tvb(msg_len, payload - msg_len))
+	end
+	return tvb(0, math.min(msg_len, tvb:len())):tvb(), short
+end
+
+-- Dissects one INCA message: a whole UDP payload, or with env the payload
+-- of a RoCEv2 UD SEND (message and pad; see roce_heuristic). Never raises:
+-- every length is checked before a read, and what cannot be parsed is
+-- shown as bytes with expert info.
+local function dissect(tvb, pinfo, tree, env)
 	pinfo.cols.protocol = "INCA"
 	local t = tree:add(inca, tvb())
 	local items = {}
@@ -470,6 +667,17 @@ local function dissect(tvb, pinfo, tree)
 		errs[#errs + 1] = name
 		target:add_proto_expert_info(ef[name], err_text(name, detail))
 	end
+	local roce_short = false
+	local via = ""
+	if env then
+		tvb, roce_short = dissect_envelope(tvb, t, env, flag_err)
+		via = string.format(" RoCEv2 sqp=0x%x dqp=0x%x", env.sqp, env.dqp)
+	end
+	local function malformed()
+		return #errs > 0 and " [malformed: " .. table.concat(errs, ",") .. "]" or ""
+	end
+	local cap = tvb:len()
+	local len = tvb:reported_len()
 
 	if len < HDR_LEN then
 		for _, f in ipairs(HDR_FIELDS) do
@@ -477,9 +685,11 @@ local function dissect(tvb, pinfo, tree)
 				t:add(hf[f[1]], tvb(f[2], f[3]))
 			end
 		end
-		flag_err("SHORT", t, string.format("%d bytes", len))
-		pinfo.cols.info = string.format("INCA short message (%d bytes) [malformed: SHORT]",
-						len)
+		if not roce_short then
+			flag_err("SHORT", t, string.format("%d bytes", len))
+		end
+		pinfo.cols.info = string.format("INCA short message (%d bytes)%s%s", len, via,
+						malformed())
 		t:append_text(", short message")
 		return cap
 	end
@@ -509,8 +719,8 @@ local function dissect(tvb, pinfo, tree)
 		flag_err("VERSION", items.version, string.format("version %d", h.version))
 		t:add(hf.undecoded, tvb(2, cap - 2))
 		t:append_text(string.format(", version %d", h.version))
-		pinfo.cols.info = string.format("INCA version %d %s [malformed: VERSION]",
-						h.version, tname)
+		pinfo.cols.info = string.format("INCA version %d %s%s%s", h.version, tname, via,
+						malformed())
 		return cap
 	end
 
@@ -575,13 +785,14 @@ local function dissect(tvb, pinfo, tree)
 		if h.count ~= 0 then
 			flag_err("COUNT", items.count, "not 0 in a control message")
 		end
-		local needs_body = h.type == T_HELLO or h.type == T_CAPS or h.type == T_JOIN or
-			h.type == T_JOIN_ACK
-		if body_len == CTRL_LEN then
+		local join = h.type == T_JOIN or h.type == T_JOIN_ACK
+		local needs_body = h.type == T_HELLO or h.type == T_CAPS or join
+		if body_len == CTRL_LEN or (join and body_len == CTRL_LEN + ROCE_EXT_LEN) then
 			ctrl_ok = true
 		elseif needs_body or body_len ~= 0 then
-			flag_err("CTRL_LEN", t, string.format("%d bytes, not %s", body_len,
-				needs_body and tostring(CTRL_LEN) or "0 or " .. CTRL_LEN))
+			local want = join and CTRL_LEN .. " or " .. CTRL_LEN + ROCE_EXT_LEN or
+				needs_body and tostring(CTRL_LEN) or "0 or " .. CTRL_LEN
+			flag_err("CTRL_LEN", t, string.format("%d bytes, not %s", body_len, want))
 		end
 	end
 	if MSG_TYPES[h.type] then
@@ -597,19 +808,25 @@ local function dissect(tvb, pinfo, tree)
 	end
 
 	-- The body.
-	local c
+	local c, x
 	if data and dsize then
 		dissect_payload(tvb, t, h, body_len)
 	elseif body_len > 0 and cap > HDR_LEN then
 		if MSG_TYPES[h.type] and body_len >= CTRL_LEN and cap >= HDR_LEN + CTRL_LEN then
-			local bad
+			local bad, xbad
+			local at = HDR_LEN + CTRL_LEN
 			c, bad = dissect_ctrl(tvb, t, h, ctrl_ok)
-			if bad then
+			if (h.type == T_JOIN or h.type == T_JOIN_ACK) and
+			    body_len == CTRL_LEN + ROCE_EXT_LEN and cap >= at + ROCE_EXT_LEN then
+				x, xbad = dissect_roce_ext(tvb, t, ctrl_ok)
+				at = at + ROCE_EXT_LEN
+			end
+			-- One reason for the body, as the codec counts it.
+			if bad or xbad then
 				errs[#errs + 1] = "CTRL_FIELD"
 			end
-			local rest = cap - HDR_LEN - CTRL_LEN
-			if rest > 0 then
-				t:add(hf.trailing, tvb(HDR_LEN + CTRL_LEN, rest))
+			if cap > at then
+				t:add(hf.trailing, tvb(at, cap - at))
 			end
 		else
 			t:add(hf.undecoded, tvb(HDR_LEN, cap - HDR_LEN))
@@ -662,10 +879,11 @@ local function dissect(tvb, pinfo, tree)
 						     c.nworkers, c.pool_size, c.window,
 						     c.max_elems)
 		end
+		if x then
+			info = info .. string.format(" qpn=0x%x qkey=0x%x", x.qpn, x.qkey)
+		end
 	end
-	if #errs > 0 then
-		info = info .. " [malformed: " .. table.concat(errs, ",") .. "]"
-	end
+	info = info .. via .. malformed()
 	pinfo.cols.info = info
 	t:append_text(", " .. info)
 	return cap
@@ -704,6 +922,7 @@ local function looks_like_inca(tvb)
 			len == HDR_LEN + count * d[2]
 	end
 	return count == 0 and (len == HDR_LEN + CTRL_LEN or
+		((t == T_JOIN or t == T_JOIN_ACK) and len == HDR_LEN + CTRL_LEN + ROCE_EXT_LEN) or
 		(len == HDR_LEN and t ~= T_HELLO and t ~= T_CAPS and t ~= T_JOIN and
 		 t ~= T_JOIN_ACK))
 end
@@ -713,6 +932,53 @@ local function heuristic(tvb, pinfo, tree)
 		return false
 	end
 	dissect(tvb, pinfo, tree)
+	return true
+end
+
+-- RoCEv2 (see the top of the file): the InfiniBand dissector hands the
+-- payload of every SEND to its heuristics. The headers around it are read
+-- through the ranges of the ip, udp and infiniband protocol items (in the
+-- frame's bytes), which field extractors give even without a tree.
+local f_ip = Field.new("ip")
+local f_udp = Field.new("udp")
+local f_ib = Field.new("infiniband")
+
+local function innermost(field)
+	local all = { field() }
+	return all[#all]
+end
+
+-- INCA's kind of RoCEv2 around the InfiniBand payload tvb: IPv4 | UDP | BTH
+-- | DETH | payload, back to back, and a UD SEND-only; nil otherwise (native
+-- InfiniBand, RoCEv1, IPv6, other opcodes: not INCA transports).
+local function roce_envelope(tvb)
+	local ip, udp, ib = innermost(f_ip), innermost(f_udp), innermost(f_ib)
+	if not (ip and udp and ib) then
+		return nil
+	end
+	local ipr, ur, ibr = ip.range, udp.range, ib.range
+	if ipr:offset() + ipr:len() ~= ur:offset() or ur:offset() + ur:len() ~= ibr:offset() or
+	    ibr:len() < BTH_LEN + DETH_LEN or tvb:offset() ~= ibr:offset() + BTH_LEN + DETH_LEN or
+	    ibr:range(0, 1):uint() ~= ROCE_OP_UD_SEND_ONLY then
+		return nil
+	end
+	return { ip = ipr, udp = ur, ib = ibr, dqp = ibr:range(5, 3):uint(),
+		 sqp = ibr:range(17, 3):uint() }
+end
+
+-- A UD SEND carries anything; it is claimed as INCA when its payload starts
+-- with this version and a known message type, the two bytes every version
+-- keeps, so that a message broken after them still shows its expert info.
+local function roce_heuristic(tvb, pinfo, tree)
+	if not inca.prefs.roce or tvb:len() < 2 or tvb(0, 1):uint() ~= PROTO_VERSION or
+	    not MSG_TYPES[tvb(1, 1):uint()] then
+		return false
+	end
+	local env = roce_envelope(tvb)
+	if not env then
+		return false
+	end
+	dissect(tvb, pinfo, tree, env)
 	return true
 end
 
@@ -738,3 +1004,4 @@ end
 
 set_port(UDP_PORT)
 inca:register_heuristic("udp", heuristic)
+inca:register_heuristic("infiniband.payload", roce_heuristic)
