@@ -302,6 +302,14 @@ CTRL_FIELDS = ("ver_min", "ver_max", "dtypes", "ops", "max_elems", "nworkers", "
                "window", "caps", "hb_ms", "evict_ms", "pool_base", "session")
 
 
+# The RoCEv2 keys of the worked examples' "fields:" lines: BTH and DETH as
+# Wireshark's InfiniBand dissector shows them, the JOIN extension as ours.
+SPEC_ROCE_FIELDS = {"bth_dqpn": "infiniband.bth.destqp", "bth_psn": "infiniband.bth.psn",
+                    "deth_qkey": "infiniband.deth.q_key",
+                    "deth_sqpn": "infiniband.deth.srcqp",
+                    "roce_qpn": "inca.roce_ext.qpn", "roce_qkey": "inca.roce_ext.qkey"}
+
+
 def spec_examples(path):
     """The worked examples of docs/protocol.md: [(title, fields dict, frame bytes)]."""
     out = []
@@ -368,6 +376,8 @@ def check_spec(path, t, tshark, env, tmp):
                 want["inca." + k] = names[k][v]
             elif k in CTRL_FIELDS:
                 want["inca.ctrl." + k] = int(v, 0)
+            elif k in SPEC_ROCE_FIELDS:
+                want[SPEC_ROCE_FIELDS[k]] = int(v, 0)
             else:
                 want["inca." + k] = int(v, 0)
         if "inca.count" in want and elems is not None and want["inca.count"] != len(elems):
