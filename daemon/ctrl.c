@@ -121,7 +121,7 @@ caps_info(struct inca_ctrl_info *c)
  */
 static void
 reply_ext(struct incad_lcore *lc, struct rte_mbuf *m, uint8_t type, uint16_t reason,
-	  const struct inca_ctrl_info *c, const struct inca_roce_ext *x)
+	  const struct inca_ctrl_info *c, const struct inca_roce_ext *x, uint32_t bitmap)
 {
 	const struct incad_meta *meta = incad_meta(m);
 	uint8_t body[INCA_CTRL_LEN + INCA_ROCE_EXT_LEN];
@@ -132,6 +132,7 @@ reply_ext(struct incad_lcore *lc, struct rte_mbuf *m, uint8_t type, uint16_t rea
 
 	incad_dest_of(meta, &d);
 	incad_reply_hdr(&meta->msg, type, reason, &h);
+	h.bitmap = bitmap;
 	if (c != NULL) {
 		inca_ctrl_encode(c, body);
 		len = INCA_CTRL_LEN;
@@ -157,7 +158,7 @@ static void
 reply(struct incad_lcore *lc, struct rte_mbuf *m, uint8_t type, uint16_t reason,
       const struct inca_ctrl_info *c)
 {
-	reply_ext(lc, m, type, reason, c, NULL);
+	reply_ext(lc, m, type, reason, c, NULL, 0);
 }
 
 static void
@@ -201,6 +202,27 @@ new_session(const struct incad_job *j, uint32_t n, uint32_t prev)
 	while (s == 0 || s == j->token || s == prev)
 		s++;
 	return s;
+}
+
+/*
+ * The member secret of rank @rank joining incarnation @n of @j: what its
+ * JOIN_ACK carries in the header's bitmap and its LEAVE and HEARTBEAT must
+ * carry back, so that a host that forges the member's addresses and has
+ * seen the job's token still cannot end its membership (docs/protocol.md,
+ * "Member secrets"). Random, never 0; with aggregation.session_seed a
+ * function of (seed, job, n, rank) that tests compute too.
+ */
+static uint32_t
+new_secret(const struct incad_job *j, uint32_t n, unsigned int rank)
+{
+	uint32_t s;
+
+	if (incad.cfg.has_session_seed)
+		s = incad.cfg.session_seed ^ ((uint32_t)j->id * 0x9e3779b1u) ^
+		    (n * 0x85ebca77u) ^ ((rank + 1) * 0xc2b2ae3du);
+	else
+		s = (uint32_t)rte_rand();
+	return s != 0 ? s : 1;
 }
 
 static struct incad_job *
@@ -484,14 +506,15 @@ join_ack(struct incad_lcore *lc, struct rte_mbuf *m, const struct incad_job *j)
 	c.window = g->window;
 	c.pool_base = j->pool_base;
 	c.session = j->view->session;
-	/* A RoCE member learns where its CONTRIBs go. */
+	/* The member's secret rides in the header; a RoCE member also
+	 * learns where its CONTRIBs go. */
 	if (mb->qpn != 0) {
 		struct inca_roce_ext x = {.qpn = incad.cfg.roce_qpn, .qkey = incad.cfg.roce_qkey};
 
-		reply_ext(lc, m, INCA_MSG_JOIN_ACK, 0, &c, &x);
+		reply_ext(lc, m, INCA_MSG_JOIN_ACK, 0, &c, &x, mb->secret);
 		return;
 	}
-	reply(lc, m, INCA_MSG_JOIN_ACK, 0, &c);
+	reply_ext(lc, m, INCA_MSG_JOIN_ACK, 0, &c, NULL, mb->secret);
 }
 
 static void
@@ -642,6 +665,8 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	memcpy(nv.m[msg->rank].mac, meta->src_mac, 6);
 	nv.m[msg->rank].qpn = roce ? x.qpn : 0;
 	nv.m[msg->rank].qkey = roce ? x.qkey : 0;
+	nv.m[msg->rank].secret = new_secret(j, __atomic_load_n(&j->incarnations, __ATOMIC_RELAXED),
+					    msg->rank);
 	__atomic_store_n(&j->last_seen[msg->rank], now, __ATOMIC_RELAXED);
 	if (view_update(lc, j, &nv, false) != 0) {
 		if (created)
@@ -742,11 +767,18 @@ ctrl_leave(struct incad_lcore *lc, struct rte_mbuf *m)
 	/*
 	 * The previous incarnation's session frees a rank only if it has not
 	 * joined the current one: a late copy of the LEAVE of a rank that has
-	 * rejoined since must not reset the job under its new members.
+	 * rejoined since must not reset the job under its new members. (It
+	 * carries the secret of the membership it ended, not the new one's.)
 	 */
 	if (incad_prev_session(v, msg->token) && (v->cur & bit)) {
 		lc->st.drop[INCAD_DROP_STALE_SESSION]++;
 		reply(lc, m, INCA_MSG_LEAVE_ACK, 0, NULL);
+		return;
+	}
+	/* The address and the token are seen by anyone on the path: only the
+	 * member knows its secret. */
+	if (msg->bitmap != v->m[msg->rank].secret) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_BAD_SECRET);
 		return;
 	}
 	if (v->live & bit) {
@@ -781,6 +813,10 @@ ctrl_heartbeat(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	}
 	if (msg->token != v->session && !incad_prev_session(v, msg->token)) {
 		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_BAD_TOKEN);
+		return;
+	}
+	if (msg->bitmap != v->m[msg->rank].secret) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_BAD_SECRET);
 		return;
 	}
 	if (v->evicted & bit) {

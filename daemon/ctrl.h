@@ -33,6 +33,7 @@ struct incad_member {
 	uint8_t mac[6];
 	uint32_t qpn;       /* RoCE member: its UD queue pair; 0: a UDP member */
 	uint32_t qkey;      /* RoCE member: the Q_Key its queue pair accepts */
+	uint32_t secret;    /* given in its JOIN_ACK, required in its LEAVE and HEARTBEAT */
 };
 
 /* The host a member joined from: IP, MAC, incad port and VLAN. */
@@ -123,6 +124,7 @@ struct incad_uplink {
 	int state;             /* enum in uplink.c */
 	uint32_t joined;       /* the session while UP, or the one being left */
 	uint32_t left;         /* the last session left (a late JOIN_ACK with it is refused) */
+	uint32_t secret;       /* the parent's member secret for this leaf (its LEAVE, HEARTBEAT) */
 	uint32_t hb_ms, evict_ms;
 	uint64_t next_tx;      /* next JOIN, LEAVE, HEARTBEAT or ARP request */
 	uint64_t last_rx;      /* last answer from the parent */

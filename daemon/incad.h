@@ -94,6 +94,7 @@ enum incad_counter {
 	X(CONTRIB_REFUSED, "contribution larger than the incarnation's max_elems (NACK sent)") \
 	X(CTRL_BAD_TOKEN, "control message with the wrong job or session token") \
 	X(CTRL_NOT_MEMBER, "LEAVE or HEARTBEAT not from the rank's member address") \
+	X(CTRL_BAD_SECRET, "LEAVE or HEARTBEAT from the member's address without its member secret") \
 	X(CTRL_REFUSED, "control request refused (NACK sent)") \
 	X(CTRL_RATE_LIMITED, "HELLO or JOIN beyond its source's rate and burst, after RATE_LIMITED was sent") \
 	X(NO_MBUF, "no mbuf for an answer") \

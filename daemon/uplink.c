@@ -95,6 +95,10 @@ send_ctrl(struct incad_lcore *lc, struct incad_job *j, uint8_t type, uint32_t to
 	h.job = jc->parent_job;
 	h.rank = jc->parent_rank;
 	h.token = token;
+	/* The parent's member secret proves a LEAVE or HEARTBEAT is this
+	 * leaf's (docs/protocol.md, "Member secrets"). */
+	if (type == INCA_MSG_LEAVE || type == INCA_MSG_HEARTBEAT)
+		h.bitmap = j->up->secret;
 	if (type == INCA_MSG_JOIN) {
 		/* The job's main type and op: its lowest allowed ones. */
 		h.dtype = (uint8_t)__builtin_ctz(j->agg->p.dtypes);
@@ -288,6 +292,7 @@ join_ack(struct incad_lcore *lc, struct incad_job *j, const struct inca_msg *msg
 	}
 	u->max_elems = c.max_elems;
 	u->window = c.window;
+	u->secret = msg->bitmap;
 	u->hb_ms = c.hb_ms != 0 ? c.hb_ms : incad.cfg.hb_ms;
 	u->evict_ms = c.evict_ms != 0 ? c.evict_ms : incad.cfg.evict_ms;
 	/* Heartbeats well inside the parent's patience. */

@@ -353,6 +353,7 @@ class Member:
     def __init__(self, ip, udp_port, mac):
         self.ip, self.udp_port, self.mac = ip, udp_port, mac
         self.inc = 0            # incarnation it last joined
+        self.secret = 0         # member secret of that JOIN (its LEAVE, HEARTBEAT)
         self.handles = {}       # the switch driver's entries for it
         self.rx = 0             # member_rx at the last look
         self.seen = time.monotonic()
@@ -512,14 +513,16 @@ class Control:
         self.sock.send(udp_frame(self.agg_mac, dst_mac, self.agg_ip, dst_ip,
                                  self.agg_port, dport, payload))
 
-    def reply(self, src, h, mtype, reason=0, body=b''):
+    def reply(self, src, h, mtype, reason=0, body=b'', bitmap=0):
         """Answer message h from src = (mac, ip, port): the header echoed,
-        with type and reason; a NACK zeroes dtype, op, exp, count, bitmap."""
+        with type, reason and bitmap (a JOIN_ACK's member secret, else 0);
+        a NACK zeroes dtype, op, exp and count too."""
         f = list(h)
         f[1] = mtype
         f[13] = reason
+        f[14] = bitmap
         if mtype == NACK:
-            f[2] = f[3] = f[9] = f[12] = f[14] = 0
+            f[2] = f[3] = f[9] = f[12] = 0
         self.send(src[0], src[1], src[2], HDR.pack(*f) + body)
 
     def caps_body(self, j=None, session=0):
@@ -636,9 +639,13 @@ class Control:
             j.evicted.pop(rank, None)
             log.info('job %d: rank %d joined from %s:%d (port %d)', job, rank,
                      socket.inet_ntoa(src[1]), src[2], port)
+        if m.inc != j.inc:
+            # Joining this incarnation: a new member secret (docs/protocol.md,
+            # "Member secrets"); a repeated JOIN gets the same one.
+            m.secret = secrets.randbits(32) or 1
         m.inc = j.inc
         m.seen = time.monotonic()
-        self.reply(src, h, JOIN_ACK, body=self.caps_body(j, j.session))
+        self.reply(src, h, JOIN_ACK, body=self.caps_body(j, j.session), bitmap=m.secret)
 
     def on_leave(self, src, h, body, j):
         job, rank, token = h[4], h[5], h[6]
@@ -646,6 +653,8 @@ class Control:
         if m is None or token not in (j.session, j.prev):
             return      # forged or stray: no answer
         if token == j.session or m.inc != j.inc:
+            if h[14] != m.secret:
+                return  # the member's addresses and session, not its secret
             self.remove(j, rank)
             log.info('job %d: rank %d left', job, rank)
             self.reset(j, 'rank %d left' % rank)
@@ -658,6 +667,8 @@ class Control:
             if j.evicted.get(rank) == (src[1], src[2]) and token in (j.session, j.prev):
                 self.reply(src, h, NACK, NACK_EVICTED)
             return
+        if h[14] != m.secret:
+            return      # not the member's: no effect, no answer
         if token == j.session and m.inc == j.inc:
             m.seen = time.monotonic()
             self.reply(src, h, HEARTBEAT_ACK)

@@ -64,6 +64,14 @@ def session(job, n=1, token=TOKEN, prev=0, seed=SESSION_SEED):
     return s
 
 
+def member_secret(job, rank, n=1, seed=SESSION_SEED):
+    """The member secret of @rank joining incarnation @n of @job (incad's
+    new_secret() under aggregation.session_seed)."""
+    s = (seed ^ ((job * 0x9E3779B1) & 0xFFFFFFFF) ^ ((n * 0x85EBCA77) & 0xFFFFFFFF) ^
+         (((rank + 1) * 0xC2B2AE3D) & 0xFFFFFFFF))
+    return s or 1
+
+
 def agg_mac(port=0):
     return '02:00:00:00:aa:%02x' % port
 
@@ -90,11 +98,15 @@ def check(cond, what):
 
 
 def hdr(mtype, job=0, rank=0, token=None, slot=0, flags=0, exp=0, seq=0, offset=0,
-        count=0, dtype=INT32, op=SUM, reason=0, bitmap=0, version=VERSION):
+        count=0, dtype=INT32, op=SUM, reason=0, bitmap=None, version=VERSION):
     """An INCA header; token: the job token for HELLO and JOIN, else the
-    session token of the job's first incarnation, unless given."""
+    session token of the job's first incarnation, unless given; bitmap of
+    a LEAVE or HEARTBEAT: the member secret of that incarnation, unless
+    given."""
     if token is None:
         token = TOKEN if mtype in (HELLO, JOIN) else session(job)
+    if bitmap is None:
+        bitmap = member_secret(job, rank) if mtype in (LEAVE, HEARTBEAT) else 0
     return struct.pack(HDR_FMT, version, mtype, dtype, op, job, rank, token, slot, flags,
                        exp, seq, offset, count, reason, bitmap)
 

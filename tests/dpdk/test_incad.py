@@ -25,7 +25,7 @@ from incadtest import (  # noqa: E402
     HEARTBEAT_ACK, HELLO, ICMP, INCA_PORT, INT32, IP, JOIN, JOIN_ACK, LEAVE, LEAVE_ACK,
     MAX, MIN, NACK, NACK_REASONS, RESULT, SUM, TOKEN, UDP, Ether, Raw, agg_ip,
     agg_mac, base_config, check, checksums_ok, contrib, ctrl, hdr, incad_path, join,
-    main, run_incad, session, udp_frame, worker_ip, worker_mac, SESSION_SEED,
+    main, member_secret, run_incad, session, udp_frame, worker_ip, worker_mac, SESSION_SEED,
     AGG_QKEY, AGG_QPN, BTH, CAP_ROCE, DETH, ROCE_PORT, UD_SEND_ONLY, roce_ext, roce_frame,
     roce_icrc_ok, roce_msgs)
 
@@ -626,6 +626,9 @@ def case_leave():
     frames = join_all(5, 2) + [
         contrib(5, 0, [1], slot=0, seq=0),
         udp_frame(hdr(HEARTBEAT, job=5, rank=0), rank=0),
+        # The member's address and session but not its secret: no effect.
+        udp_frame(hdr(LEAVE, job=5, rank=0, bitmap=0), rank=0),
+        udp_frame(hdr(HEARTBEAT, job=5, rank=0, bitmap=member_secret(5, 0) ^ 1), rank=0),
         udp_frame(hdr(HEARTBEAT, job=5, rank=1), rank=1, sport=45000),   # not its address
         udp_frame(hdr(HEARTBEAT, job=5, rank=0, token=1), rank=0),       # bad token
         udp_frame(hdr(HEARTBEAT, job=5, rank=0, token=TOKEN), rank=0),   # the job token
@@ -650,6 +653,11 @@ def case_leave():
     acks = [m for m in run.msgs() if m.type == JOIN_ACK]
     check([m.ctrl()['session'] for m in acks] == [s1, s1, s2, s2],
           'sessions %s' % [hex(m.ctrl()['session']) for m in acks])
+    secrets = [member_secret(5, 0), member_secret(5, 1), member_secret(5, 1, 2),
+               member_secret(5, 0, 2)]
+    check([m['bitmap'] for m in acks] == secrets and len(set(secrets)) == 4,
+          'member secrets %s' % [hex(m['bitmap']) for m in acks])
+    check(run.drop('incad/CTRL_BAD_SECRET') == 2, 'drops %s' % run.drops)
     res = results(run)
     check(len(res) == 2 and all(m.values() == [110] and m['token'] == s2 for m in res),
           'sum after the reset %s' % [(m.values(), hex(m['token'])) for m in res])

@@ -26,7 +26,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from incadtest import (  # noqa: E402
-    CONTRIB, HEARTBEAT, HEARTBEAT_ACK, HDR_FIELDS, HDR_FMT, INCA_PORT, JOIN, JOIN_ACK,
+    CONTRIB, HEARTBEAT, HEARTBEAT_ACK, HDR_FIELDS, HDR_FMT, INCA_PORT, JOIN, JOIN_ACK, LEAVE,
     NACK, NACK_REASONS, RESULT, TOKEN, check, ctrl, hdr, incad_path, main, telemetry)
 
 import struct  # noqa: E402
@@ -44,6 +44,7 @@ class Worker:
     def __init__(self, rank, job, nworkers):
         self.rank, self.job, self.nworkers = rank, job, nworkers
         self.session = None     # from the last JOIN_ACK
+        self.secret = 0         # likewise, for LEAVE and HEARTBEAT
         self.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.s.bind((WORKER, 40000 + rank))
         self.s.connect((AGG, INCA_PORT))
@@ -53,6 +54,8 @@ class Worker:
         kw.setdefault('rank', self.rank)
         if mtype != JOIN:
             kw.setdefault('token', self.session)
+        if mtype in (LEAVE, HEARTBEAT):
+            kw.setdefault('bitmap', self.secret)
         self.s.send(hdr(mtype, **kw) + body)
 
     def join(self):
@@ -79,6 +82,7 @@ class Worker:
               % (self.rank, what, m['type'], m['reason'], mtype, reason))
         if mtype == JOIN_ACK:
             self.session = struct.unpack('!I', m['body'][28:32])[0]
+            self.secret = m['bitmap']
             check(self.session not in (0, TOKEN), 'rank %d: session %#x' % (self.rank,
                                                                           self.session))
         return m

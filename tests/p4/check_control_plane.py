@@ -317,9 +317,18 @@ def check_tofino_ctl(fail, p4_dir, vectors, scenario):
                 'switch_ctl: %d JOIN_ACKs for %d JOINs of %d ranks'
                 % (len(acks), len(joins), j['nworkers']))
     session = ctl.jobs[j['id']].session
+    # Rank 0's LEAVE with its address and session but without the member
+    # secret of its JOIN_ACK (header bitmap) changes nothing; with it, the
+    # job starts a new incarnation.
+    secret = acks[0][70:74]
+    fail.expect(secret != bytes(4), 'switch_ctl: a JOIN_ACK without a member secret')
     leave = bytearray(joins[0])
     leave[43] = 7
     leave[50:54] = session.to_bytes(4, 'big')
+    ctl.on_frame(bytes(leave))
+    fail.expect(ctl.jobs[j['id']].session == session,
+                'switch_ctl: a LEAVE without the member secret started a new incarnation')
+    leave[70:74] = secret
     ctl.on_frame(bytes(leave))
     fail.expect(ctl.jobs[j['id']].session != session,
                 'switch_ctl: a LEAVE did not start a new incarnation')
@@ -336,6 +345,7 @@ def check_tofino_ctl(fail, p4_dir, vectors, scenario):
     if 150 in ctl.jobs:
         dyn[43] = 7
         dyn[50:54] = ctl.jobs[150].session.to_bytes(4, 'big')
+        dyn[70:74] = sock.sent[-1][70:74]      # its JOIN_ACK's member secret
         ctl.on_frame(bytes(dyn))
         fail.expect(150 not in ctl.jobs, 'switch_ctl: the last LEAVE left the dynamic job')
     counts, nodes = check_calls(fail, log, ctl_p4, text)

@@ -90,6 +90,15 @@ def session_token(job, n, token, prev=0):
     return s
 
 
+def member_secret(job, rank, n):
+    """incad's member secret of @rank joining incarnation n of a job under
+    SESSION_SEED (docs/protocol.md, "Member secrets": the aggregator's
+    choice, fixed here as for the session)."""
+    s = (SESSION_SEED ^ ((job * 0x9E3779B1) & 0xFFFFFFFF) ^ ((n * 0x85EBCA77) & 0xFFFFFFFF) ^
+         (((rank + 1) * 0xC2B2AE3D) & 0xFFFFFFFF))
+    return s or 1
+
+
 def member(rank):
     return {'rank': rank, 'ip': '10.77.1.%d' % (10 + rank),
             'mac': '02:00:00:00:bb:%02x' % rank, 'udp_port': 40000 + rank,
@@ -165,6 +174,8 @@ class Scenario:
         self.flags = {}       # chunk k -> SET | LAST | BFP of its first counted copy
         self.rng = random.Random(name)
         self.ignore = []
+        self.incarnation = 1  # of the job, for the member secrets
+        self.secrets = {}     # rank -> the secret of its JOIN_ACK
 
     # -- chunk numbering (docs/protocol.md, "Worker mapping and window") --
 
@@ -200,7 +211,11 @@ class Scenario:
         ack = ack[:28] + struct.pack('!I', j['session'])
         if 'roce' in m:     # the aggregator's queue pair and Q_Key
             ack += struct.pack('!IIII', AGG_ROCE['qpn'], AGG_ROCE['qkey'], 0, 0)
-        self.expect_frame(rank, hdr(JOIN_ACK, j['id'], rank, j['token']) + ack, 'incad')
+        # A repeated JOIN of the same incarnation gets the same secret.
+        secret = member_secret(j['id'], rank, self.incarnation)
+        self.secrets[rank] = secret
+        self.expect_frame(rank, hdr(JOIN_ACK, j['id'], rank, j['token'], bitmap=secret) + ack,
+                          'incad')
         if 'ctrl.pool_base' not in self.ignore:
             self.ignore.append('ctrl.pool_base')
 
@@ -273,7 +288,8 @@ class Scenario:
         m, j = self.members[rank], self.job
         tok = j['session'] if token is None else token
         self.inputs.append((frame(m['mac'], AGG['mac'], m['ip'], AGG['ip'], m['udp_port'],
-                                  INCA_PORT, hdr(LEAVE, j['id'], rank, tok), m['vlan']),
+                                  INCA_PORT, hdr(LEAVE, j['id'], rank, tok,
+                                                 bitmap=self.secrets[rank]), m['vlan']),
                             False))
         self.expect_frame(rank, hdr(LEAVE_ACK, j['id'], rank, tok), 'incad')
 
@@ -549,6 +565,7 @@ def stale_session():
     s.contrib(0, 1, counted=False)
     s.leave(1)                                  # incarnation 2 begins
     j['session'] = session_token(j['id'], 2, j['token'], prev=s1)
+    s.incarnation = 2
     s.contrib(0, 1, counted=False, token=s1)    # rank 0 has not rejoined yet
     s.nack(0, 1, NACK_MEMBER_LOST, s1)
     s.join(1)
