@@ -127,8 +127,9 @@ pick_device(struct li_transport *t, uint32_t local_ip, char *why, size_t wl)
 	}
 	list = ibv_get_device_list(&ndev);
 	if (list == NULL || ndev == 0) {
-		snprintf(why, wl, "no RDMA device (%s)", list == NULL ? strerror(errno) :
-			 "ibv_get_device_list found none");
+		snprintf(why, wl, "no RDMA device (%s)",
+			 list == NULL && errno == ENOSYS ? "the kernel has no RDMA support" :
+			 list == NULL ? strerror(errno) : "ibv_get_device_list found none");
 		if (list != NULL)
 			ibv_free_device_list(list);
 		return -1;
