@@ -166,7 +166,44 @@ inca_comm_opts_from_env(struct inca_comm_opts *o)
 			return INCA_EINVAL;
 		}
 	}
+	s = getenv("INCA_TRANSPORT");
+	if (s != NULL && *s != '\0' &&
+	    o->struct_size >= offsetof(struct inca_comm_opts, transport) + sizeof(int)) {
+		int kind = li_transport_parse(s);
+
+		if (kind < 0) {
+			li_log(INCA_LOG_ERR, "INCA_TRANSPORT=%s: want udp or verbs", s);
+			return INCA_EINVAL;
+		}
+		o->transport = kind;
+	}
 	return INCA_OK;
+}
+
+/*
+ * The transport of a communicator: the option, or with DEFAULT this
+ * process's INCA_TRANSPORT, read here so that launchers and bindings that
+ * fill the options themselves (the MPI interposer's ranks, older callers)
+ * still honour it per host. A bad value here is not the caller's error:
+ * udp, with a warning.
+ */
+static int
+transport_resolve(int opt)
+{
+	const char *s;
+	int kind;
+
+	if (opt != INCA_TRANSPORT_DEFAULT)
+		return opt;
+	s = getenv("INCA_TRANSPORT");
+	if (s == NULL || *s == '\0')
+		return INCA_TRANSPORT_UDP;
+	kind = li_transport_parse(s);
+	if (kind < 0) {
+		li_log(INCA_LOG_WARN, "INCA_TRANSPORT=%s: want udp or verbs; using udp", s);
+		return INCA_TRANSPORT_UDP;
+	}
+	return kind;
 }
 
 /*
@@ -267,6 +304,8 @@ opts_check(const struct inca_comm_opts *o)
 	if (o->mtu != 0 && o->mtu < LI_IP_UDP_LEN + INCA_HDR_LEN + 64)
 		return INCA_EINVAL;
 	if (o->float_mode < INCA_FLOAT_AUTO || o->float_mode > INCA_FLOAT_BFP)
+		return INCA_EINVAL;
+	if (o->transport < INCA_TRANSPORT_DEFAULT || o->transport > INCA_TRANSPORT_VERBS)
 		return INCA_EINVAL;
 	return INCA_OK;
 }
@@ -447,6 +486,7 @@ inca_comm_create(const struct inca_comm_opts *in, struct inca_comm **out)
 		c->o.op_timeout_ms = LI_DEF_OP_TIMEOUT_MS;
 	c->fb_fn = o->fallback;
 	c->fb_ctx = o->fallback_ctx;
+	c->o.transport = transport_resolve(o->transport);
 	c->tops = &li_udp_ops;
 	c->footprint = sizeof(*c);
 
@@ -477,8 +517,9 @@ inca_comm_create(const struct inca_comm_opts *in, struct inca_comm **out)
 	if (ret == INCA_OK && c->bind_str != NULL)
 		ret = parse_addr(c->bind_str, 0, &c->bind_addr);
 	if (ret == INCA_OK)
-		ret = c->tops->open(&c->tp, &c->agg_addr, c->bind_str ? &c->bind_addr : NULL,
-				    (size_t)4 * c->o.window * c->o.mtu + 65536);
+		ret = li_transport_open(c->o.transport, &c->tops, &c->tp, &c->agg_addr,
+					c->bind_str ? &c->bind_addr : NULL,
+					(size_t)4 * c->o.window * c->o.mtu + 65536, c->o.window);
 	if (ret == INCA_OK)
 		ret = li_join_stream(c);
 	if (li_can_agree(c)) {

@@ -269,8 +269,9 @@ probe(struct inca_comm *c)
 		wait = c->o.give_up_ms;
 	c->st.probes++;
 	if (c->tp == NULL)
-		(void)c->tops->open(&c->tp, &c->agg_addr, c->o.bind ? &c->bind_addr : NULL,
-				    (size_t)4 * c->o.window * c->o.mtu + 65536);
+		(void)li_transport_open(c->o.transport, &c->tops, &c->tp, &c->agg_addr,
+					c->o.bind ? &c->bind_addr : NULL,
+					(size_t)4 * c->o.window * c->o.mtu + 65536, c->o.window);
 	ok = c->tp != NULL && li_hello(c, wait) == INCA_OK;
 	ret = li_agree_minmax(c, &ok, 1, &mn, &mx);
 	if (ret < 0)

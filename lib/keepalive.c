@@ -41,7 +41,8 @@ ka_main(void *arg)
 	uint8_t buf[INCA_HDR_LEN];
 	struct inca_msg m;
 	uint64_t period;
-	int fd = c->tops->fd(c->tp);
+	/* The UDP socket itself: a transport's fd() may be an epoll set. */
+	int fd = c->tops->ctrl_fd != NULL ? c->tops->ctrl_fd(c->tp) : c->tops->fd(c->tp);
 
 	memset(&m, 0, sizeof(m));
 	m.version = INCA_PROTO_VERSION;

@@ -157,6 +157,7 @@ struct inca_comm {
 	uint32_t hb_ms;
 	uint32_t evict_ms;
 	bool float_native;
+	bool roce_bound;      /* CONTRIBs go over the transport's queue pair */
 
 	/* stream */
 	uint64_t next_seq;    /* seq the next issued request starts at */

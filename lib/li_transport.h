@@ -20,16 +20,22 @@ struct li_pkt {
 
 struct li_transport;
 
+struct inca_roce_ext;
+
 /*
- * A way to exchange INCA messages with one aggregator. The kernel UDP one is
- * the only implementation today; DPDK, AF_XDP or RDMA ones plug in here.
- * Errors are negative INCA_E* codes.
+ * A way to exchange INCA messages with one aggregator: kernel UDP (udp.c)
+ * and RoCEv2 UD queue pairs with UDP for control (verbs.c); DPDK or AF_XDP
+ * ones would plug in here. Errors are negative INCA_E* codes.
  */
 struct li_transport_ops {
 	const char *name;
-	/* Connect to @agg, optionally from @bind (port 0: any). */
+	/*
+	 * Connect to @agg, optionally from @bind (port 0: any). @rcvbuf is
+	 * the socket buffer wanted, @window the chunks the worker will ask to
+	 * have in flight (what a transport with posted receives must hold).
+	 */
 	int (*open)(struct li_transport **t, const struct sockaddr_in *agg,
-		    const struct sockaddr_in *bind, size_t rcvbuf);
+		    const struct sockaddr_in *bind, size_t rcvbuf, unsigned window);
 	/* Send up to @n datagrams; returns how many went out (0: try later) or an error. */
 	int (*send_batch)(struct li_transport *t, const struct li_pkt *pkts, unsigned n);
 	/* Receive up to @n datagrams without blocking; returns how many (0: none). */
@@ -37,8 +43,49 @@ struct li_transport_ops {
 	void (*close)(struct li_transport *t);
 	/* A descriptor to poll for input, or -1. */
 	int (*fd)(const struct li_transport *t);
+
+	/*
+	 * Optional (NULL in udp): the data path is bound at JOIN
+	 * (docs/protocol.md, "Binding a queue pair at JOIN").
+	 *
+	 * join_ext: write the JOIN's extension at @buf (NULL: only say its
+	 * length) when the aggregator's CAPS had INCA_CAP_ROCE; returns its
+	 * length, 0 when the transport cannot bind (then the JOIN goes
+	 * without one and data stays on UDP).
+	 */
+	size_t (*join_ext)(struct li_transport *t, void *buf);
+	/*
+	 * joined: the JOIN_ACK's extension, @peer NULL when it had none or
+	 * the JOIN went without one, and the granted @max_elems. Binds
+	 * CONTRIBs to the peer's queue pair, or unbinds (data on UDP). An
+	 * error means the binding failed (no address handle, a grant beyond
+	 * the RoCE MTU): the transport offers no extension from then on, and
+	 * the caller joins again without one.
+	 */
+	int (*joined)(struct li_transport *t, const struct inca_roce_ext *peer,
+		      unsigned max_elems);
+	/* Largest max_elems of 32-bit lanes one bound data message carries (0: any). */
+	unsigned (*max_elems)(const struct li_transport *t);
+	/* The UDP socket control messages go out on, for the keepalive thread's send(). */
+	int (*ctrl_fd)(const struct li_transport *t);
 };
 
 extern const struct li_transport_ops li_udp_ops;
+#if INCA_HAVE_VERBS
+extern const struct li_transport_ops li_verbs_ops;
+#endif
+
+/*
+ * Open the transport @kind (enum inca_transport, resolved) into @ops and
+ * @t. A verbs transport that cannot start here (built without libibverbs,
+ * no RDMA device, no RoCE v2 GID for the local address, a verbs call
+ * failing) is logged once with the reason and replaced by udp: the choice
+ * of transport never fails a communicator. transport.c.
+ */
+int li_transport_open(int kind, const struct li_transport_ops **ops, struct li_transport **t,
+		      const struct sockaddr_in *agg, const struct sockaddr_in *bind,
+		      size_t rcvbuf, unsigned window);
+/* INCA_TRANSPORT's value @s to an enum inca_transport, -1 if it names none. */
+int li_transport_parse(const char *s);
 
 #endif /* INCA_LI_TRANSPORT_H */

@@ -39,14 +39,33 @@ li_payload_room(const struct inca_comm *c)
 	return room > INCA_MAX_PAYLOAD_BYTES ? INCA_MAX_PAYLOAD_BYTES : room;
 }
 
-/* The control body the worker sends in HELLO and JOIN. */
+/*
+ * Whether the JOIN offers a RoCEv2 binding: the aggregator said ROCE in
+ * CAPS and the transport can bind (docs/protocol.md, "Binding a queue pair
+ * at JOIN"). An aggregator without ROCE would drop such a JOIN.
+ */
+static bool
+roce_offer(const struct inca_comm *c)
+{
+	return (c->caps & INCA_CAP_ROCE) && c->tops->join_ext != NULL &&
+	       c->tops->join_ext(c->tp, NULL) > 0;
+}
+
+/* The control body the worker sends in HELLO and JOIN; @roce: the JOIN
+ * offers a binding, so that its data messages must fit the RoCE MTU. */
 static void
-ctrl_request(const struct inca_comm *c, struct inca_ctrl_info *ci, bool join)
+ctrl_request(const struct inca_comm *c, struct inca_ctrl_info *ci, bool join, bool roce)
 {
 	memset(ci, 0, sizeof(*ci));
 	ci->ver_min = INCA_PROTO_VERSION;
 	ci->ver_max = INCA_PROTO_VERSION;
 	ci->max_elems = c->o.max_elems;
+	if (roce && c->tops->max_elems != NULL) {
+		unsigned fit = c->tops->max_elems(c->tp);
+
+		if (fit != 0 && ci->max_elems > fit)
+			ci->max_elems = (uint16_t)fit;
+	}
 	if (!join) {
 		ci->dtypes = (1u << INCA_DTYPE_COUNT) - 1;
 		ci->ops = (1u << INCA_OP_COUNT) - 1;
@@ -68,19 +87,23 @@ ctrl_request(const struct inca_comm *c, struct inca_ctrl_info *ci, bool join)
 int
 li_send_ctrl(struct inca_comm *c, unsigned type)
 {
-	uint8_t buf[INCA_HDR_LEN + INCA_CTRL_LEN];
+	uint8_t buf[INCA_HDR_LEN + INCA_CTRL_LEN + INCA_ROCE_EXT_LEN];
 	struct inca_ctrl_info ci;
 	struct inca_msg m;
-	struct li_pkt p = {.buf = buf, .len = sizeof(buf)};
+	struct li_pkt p = {.buf = buf, .len = INCA_HDR_LEN + INCA_CTRL_LEN};
+	size_t ext = 0;
 	int ret;
 
 	hdr_init(c, &m, type);
 	inca_hdr_encode(&m, buf);
-	ctrl_request(c, &ci, type == INCA_MSG_JOIN);
+	if (type == INCA_MSG_JOIN && roce_offer(c))
+		ext = c->tops->join_ext(c->tp, buf + INCA_HDR_LEN + INCA_CTRL_LEN);
+	ctrl_request(c, &ci, type == INCA_MSG_JOIN, ext > 0);
 	if (type == INCA_MSG_HELLO || type == INCA_MSG_JOIN)
 		inca_ctrl_encode(&ci, buf + INCA_HDR_LEN);
 	else
 		p.len = INCA_HDR_LEN; /* LEAVE, HEARTBEAT carry no body */
+	p.len += ext;
 	ret = c->tops->send_batch(c->tp, &p, 1);
 	if (ret < 0)
 		return ret;
@@ -103,12 +126,13 @@ li_send_ctrl(struct inca_comm *c, unsigned type)
  * member, retransmitting with exponential backoff, until @give_up_ms.
  * Messages that are not the answer go through the normal handler (a late
  * RESULT must still be counted). Returns INCA_OK and the answer's control
- * body, INCA_EREFUSED on a NACK (reason in c->nack_reason),
+ * body (and in @ext, unless NULL, its RoCEv2 extension: qpn 0 when it has
+ * none), INCA_EREFUSED on a NACK (reason in c->nack_reason),
  * INCA_ETIMEDOUT, or a transport error.
  */
 static int
 exchange(struct inca_comm *c, unsigned type, unsigned want, uint32_t give_up_ms,
-	 struct inca_ctrl_info *answer)
+	 struct inca_ctrl_info *answer, struct inca_roce_ext *ext)
 {
 	uint64_t start = li_now_ns(), next = start;
 	uint64_t rto = (uint64_t)c->o.timeout_ms * 1000000ull;
@@ -161,10 +185,12 @@ exchange(struct inca_comm *c, unsigned type, unsigned want, uint32_t give_up_ms,
 			if (m.type == want &&
 			    (want == INCA_MSG_CAPS ||
 			     (m.job == c->o.job && m.rank == c->wrank))) {
-				if (m.body_len == INCA_CTRL_LEN)
+				if (m.body_len >= INCA_CTRL_LEN)
 					inca_ctrl_decode(m.body, answer);
 				else
 					memset(answer, 0, sizeof(*answer));
+				if (ext != NULL && !inca_roce_ext_decode(&m, ext))
+					memset(ext, 0, sizeof(*ext));
 				c->alive_ns = li_now_ns();
 				return INCA_OK;
 			}
@@ -208,7 +234,7 @@ li_hello(struct inca_comm *c, uint32_t wait_ms)
 	struct inca_ctrl_info caps;
 	int ret;
 
-	ret = exchange(c, INCA_MSG_HELLO, INCA_MSG_CAPS, wait_ms, &caps);
+	ret = exchange(c, INCA_MSG_HELLO, INCA_MSG_CAPS, wait_ms, &caps, NULL);
 	if (ret < 0)
 		return ret;
 	if (caps.ver_min > INCA_PROTO_VERSION || caps.ver_max < INCA_PROTO_VERSION) {
@@ -235,8 +261,10 @@ li_join(struct inca_comm *c, uint32_t give_up_ms)
 {
 	uint64_t start = li_now_ns();
 	struct inca_ctrl_info ack;
-	unsigned room, want;
+	struct inca_roce_ext peer;
+	unsigned room, want, tries;
 	uint32_t spent;
+	bool offered;
 	int ret;
 
 	ret = li_hello(c, give_up_ms);
@@ -246,11 +274,28 @@ li_join(struct inca_comm *c, uint32_t give_up_ms)
 		li_log(INCA_LOG_ERR, "float_mode native, but the aggregator has no native floats");
 		return INCA_ENOTSUP;
 	}
-	spent = (uint32_t)((li_now_ns() - start) / 1000000ull);
-	ret = exchange(c, INCA_MSG_JOIN, INCA_MSG_JOIN_ACK,
-		       give_up_ms > spent ? give_up_ms - spent : 1, &ack);
-	if (ret < 0)
-		return ret;
+	/* Every incarnation binds anew: until its JOIN_ACK, data is UDP's. */
+	if (c->tops->joined != NULL)
+		(void)c->tops->joined(c->tp, NULL, 0);
+	for (tries = 0;; tries++) {
+		offered = roce_offer(c);
+		spent = (uint32_t)((li_now_ns() - start) / 1000000ull);
+		ret = exchange(c, INCA_MSG_JOIN, INCA_MSG_JOIN_ACK,
+			       give_up_ms > spent ? give_up_ms - spent : 1, &ack, &peer);
+		if (ret < 0)
+			return ret;
+		/* A JOIN_ACK without the extension: data stays on UDP. A
+		 * binding that fails turns the transport's offer off, and the
+		 * JOIN without it makes us an ordinary UDP member again. */
+		if (!offered ||
+		    c->tops->joined(c->tp, peer.qpn != 0 ? &peer : NULL, ack.max_elems) == 0)
+			break;
+		if (tries > 0)
+			return INCA_EPROTO;
+		li_log(INCA_LOG_WARN, "job %u rank %u: RoCEv2 binding failed; joining again "
+		       "with data on udp", c->o.job, c->o.rank);
+	}
+	c->roce_bound = offered && peer.qpn != 0;
 	if (ack.nworkers != 0 && ack.nworkers != c->wsize) {
 		li_log(INCA_LOG_ERR, "JOIN_ACK for %u workers, we are %u", ack.nworkers,
 		       c->wsize);
@@ -296,9 +341,9 @@ li_join(struct inca_comm *c, uint32_t give_up_ms)
 	c->alive_ns = li_now_ns();
 	li_ka_allow(c, 1);
 	li_log(INCA_LOG_INFO,
-	       "job %u rank %u/%u joined: pool %u window %u max_elems %u caps 0x%x floats %s",
-	       c->o.job, c->o.rank, c->o.size, c->pool, c->window, c->max_elems, c->caps,
-	       c->float_native ? "native" : "bfp");
+	       "job %u rank %u/%u joined: pool %u window %u max_elems %u caps 0x%x floats %s "
+	       "data %s", c->o.job, c->o.rank, c->o.size, c->pool, c->window, c->max_elems,
+	       c->caps, c->float_native ? "native" : "bfp", c->roce_bound ? "roce" : "udp");
 	return INCA_OK;
 }
 
@@ -311,7 +356,7 @@ li_leave(struct inca_comm *c, uint32_t wait_ms)
 	if (wait_ms == 0)
 		(void)li_send_ctrl(c, INCA_MSG_LEAVE);
 	else
-		(void)exchange(c, INCA_MSG_LEAVE, INCA_MSG_LEAVE_ACK, wait_ms, &ack);
+		(void)exchange(c, INCA_MSG_LEAVE, INCA_MSG_LEAVE_ACK, wait_ms, &ack, NULL);
 	c->joined = false;
 }
 

@@ -32,11 +32,12 @@ struct li_transport {
 
 static int
 udp_open(struct li_transport **out, const struct sockaddr_in *agg,
-	 const struct sockaddr_in *bind_addr, size_t rcvbuf)
+	 const struct sockaddr_in *bind_addr, size_t rcvbuf, unsigned window)
 {
 	struct li_transport *t;
 	int fd, v, ret;
 
+	(void)window; /* rcvbuf already sizes the socket for it */
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return INCA_ENOMEM;

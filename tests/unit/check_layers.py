@@ -15,7 +15,9 @@ import sys
 # file -> (layer, the one internal header it includes)
 LAYERS = {
     'util.c': (0, 'li_util.h'), 'tcpgroup.c': (0, 'li_util.h'),
-    'udp.c': (1, 'li_transport.h'),
+    'udp.c': (1, 'li_transport.h'), 'transport.c': (1, 'li_transport.h'),
+    # The verbs transport's own header is the transport layer's, extended.
+    'verbs.c': (1, 'li_verbs.h'), 'verbs_logic.c': (1, 'li_verbs.h'),
     'codec.c': (2, 'li_state.h'),
     'member.c': (3, 'li_member.h'), 'keepalive.c': (3, 'li_member.h'),
     'engine.c': (4, 'li_stream.h'),

@@ -103,6 +103,23 @@ enum inca_float_mode {
 	INCA_FLOAT_BFP,
 };
 
+/**
+ * How a worker's messages travel to its aggregator (docs/libinca.md,
+ * "Transports").
+ */
+enum inca_transport {
+	/** INCA_TRANSPORT from the environment when it is set, else UDP. */
+	INCA_TRANSPORT_DEFAULT = 0,
+	/** Everything over the kernel's UDP socket. */
+	INCA_TRANSPORT_UDP,
+	/**
+	 * CONTRIBs and their answers as RoCEv2 UD SENDs through libibverbs
+	 * when the aggregator has INCA_CAP_ROCE; control messages over UDP.
+	 * Without a usable RDMA device it logs a warning and uses UDP.
+	 */
+	INCA_TRANSPORT_VERBS,
+};
+
 /** Log levels passed to an inca_log_fn. */
 enum inca_log_level {
 	INCA_LOG_ERR = 0,
@@ -233,6 +250,11 @@ struct inca_comm_opts {
 	inca_oob_allgather_fn *oob;
 	/** Context passed to @c oob. */
 	void *oob_ctx;
+	/**
+	 * enum inca_transport. DEFAULT (0) reads INCA_TRANSPORT at creation,
+	 * so that every process picks its own (a host may have no RDMA NIC).
+	 */
+	int transport;
 };
 
 /**
@@ -250,7 +272,7 @@ INCA_API void inca_comm_opts_init_sized(struct inca_comm_opts *o, size_t size);
  * (else OMPI_COMM_WORLD_SIZE, PMI_SIZE), INCA_TOKEN, INCA_WINDOW,
  * INCA_POOL_SIZE, INCA_MAX_ELEMS, INCA_MTU, INCA_TIMEOUT_MS,
  * INCA_GIVE_UP_MS, INCA_FLOAT_MODE (auto, native, bfp), INCA_PROBE_EVERY,
- * INCA_OP_TIMEOUT_MS.
+ * INCA_OP_TIMEOUT_MS, INCA_TRANSPORT (udp, verbs).
  * String fields point into the environment. Returns INCA_EINVAL when a
  * variable is malformed (and names it through the log function).
  * Thread-safe as long as nobody modifies the environment meanwhile.

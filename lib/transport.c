@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026 The INCA authors
+ */
+
+/*
+ * Choosing a transport: udp always works where the aggregator is
+ * reachable; verbs needs libibverbs at build time and an RDMA device with a
+ * RoCE v2 GID for the local address at run time. When it cannot start, the
+ * communicator gets udp and one warning saying why, never an error: a job
+ * runs on every host, with or without a RoCE NIC.
+ */
+
+#include <string.h>
+
+#include "li_transport.h"
+
+int
+li_transport_parse(const char *s)
+{
+	if (strcmp(s, "udp") == 0)
+		return INCA_TRANSPORT_UDP;
+	if (strcmp(s, "verbs") == 0)
+		return INCA_TRANSPORT_VERBS;
+	return -1;
+}
+
+int
+li_transport_open(int kind, const struct li_transport_ops **ops, struct li_transport **t,
+		  const struct sockaddr_in *agg, const struct sockaddr_in *bind, size_t rcvbuf,
+		  unsigned window)
+{
+	if (kind == INCA_TRANSPORT_VERBS) {
+#if INCA_HAVE_VERBS
+		int ret = li_verbs_ops.open(t, agg, bind, rcvbuf, window);
+
+		/* verbs_open logged why it cannot run here; any other
+		 * error is the UDP socket's, which udp would meet too. */
+		if (ret != INCA_ENOTSUP) {
+			if (ret == INCA_OK)
+				*ops = &li_verbs_ops;
+			return ret;
+		}
+#else
+		li_log(INCA_LOG_WARN, "INCA_TRANSPORT=verbs: libinca was built without "
+		       "libibverbs; using udp");
+#endif
+	}
+	*ops = &li_udp_ops;
+	return li_udp_ops.open(t, agg, bind, rcvbuf, window);
+}
