@@ -50,6 +50,7 @@ ka_main(void *arg)
 	m.job = c->o.job;
 	m.rank = c->wrank;
 	m.token = li_session(c);
+	m.bitmap = li_secret(c);
 	inca_hdr_encode(&m, buf);
 	/* hb_ms is fixed by JOIN_ACK before the thread starts. */
 	period = (uint64_t)(c->hb_ms ? c->hb_ms : 1000) * 1000000ull / 2;
@@ -74,6 +75,7 @@ ka_main(void *arg)
 			continue;
 		/* A rejoin (a probe back from the fallback) changes the session. */
 		m.token = li_session(c);
+		m.bitmap = li_secret(c);
 		inca_hdr_encode(&m, buf);
 		if (send(fd, buf, sizeof(buf), MSG_DONTWAIT) == (ssize_t)sizeof(buf)) {
 			__atomic_store_n(&c->last_tx_ns, now, __ATOMIC_RELAXED);

@@ -147,6 +147,12 @@ struct inca_comm {
 	 * reads it.
 	 */
 	uint32_t session;
+	/*
+	 * Member secret of that JOIN_ACK (its header's bitmap), carried back
+	 * in every LEAVE and HEARTBEAT (docs/protocol.md, "Member secrets").
+	 * Atomic, as the session.
+	 */
+	uint32_t secret;
 	uint16_t caps;
 	uint16_t agg_dtypes;
 	uint16_t agg_ops;
@@ -214,6 +220,12 @@ static inline uint32_t
 li_session(const struct inca_comm *c)
 {
 	return __atomic_load_n(&c->session, __ATOMIC_ACQUIRE);
+}
+
+static inline uint32_t
+li_secret(const struct inca_comm *c)
+{
+	return __atomic_load_n(&c->secret, __ATOMIC_ACQUIRE);
 }
 
 static inline void

@@ -28,6 +28,10 @@ hdr_init(struct inca_comm *c, struct inca_msg *m, unsigned type)
 	/* Only HELLO and JOIN prove knowledge of the job token; everything
 	 * after JOIN_ACK names the incarnation it belongs to. */
 	m->token = type == INCA_MSG_HELLO || type == INCA_MSG_JOIN ? c->o.token : li_session(c);
+	/* Only the member knows its secret: it makes a LEAVE or HEARTBEAT
+	 * the member's, whoever can forge its addresses. */
+	if (type == INCA_MSG_LEAVE || type == INCA_MSG_HEARTBEAT)
+		m->bitmap = li_secret(c);
 }
 
 /* Bytes the payload of one chunk of @dtype may take inside the MTU. */
@@ -191,6 +195,11 @@ exchange(struct inca_comm *c, unsigned type, unsigned want, uint32_t give_up_ms,
 					memset(answer, 0, sizeof(*answer));
 				if (ext != NULL && !inca_roce_ext_decode(&m, ext))
 					memset(ext, 0, sizeof(*ext));
+				/* The membership this JOIN_ACK grants is proven by
+				 * its secret from now on (0 from an aggregator that
+				 * issues none: echoed as such). */
+				if (want == INCA_MSG_JOIN_ACK)
+					__atomic_store_n(&c->secret, m.bitmap, __ATOMIC_RELEASE);
 				c->alive_ns = li_now_ns();
 				return INCA_OK;
 			}

@@ -221,6 +221,7 @@ class Worker:
         self.agg = (agg_ip, port)
         self.job, self.rank, self.token = job, rank, token
         self.session = None     # the incarnation's, from JOIN_ACK
+        self.secret = 0         # the member secret, likewise
         self.nworkers = nworkers
         self.want = dict(pool_size=pool_size, window=window, max_elems=max_elems)
         self.rto = rto
@@ -263,7 +264,10 @@ class Worker:
         """Send a control message until its answer (or a NACK) arrives."""
         # JOIN proves the job token; later messages name the session.
         token = self.token if mtype == 'JOIN' or self.session is None else self.session
-        msg = hdr_pack(type=MSG[mtype], job=self.job, rank=self.rank, token=token) + body
+        # LEAVE and HEARTBEAT prove the membership with the JOIN_ACK's secret.
+        secret = self.secret if mtype in ('LEAVE', 'HEARTBEAT') else 0
+        msg = hdr_pack(type=MSG[mtype], job=self.job, rank=self.rank, token=token,
+                       bitmap=secret) + body
         for _ in range(tries):
             self._send(msg)
             end = time.monotonic() + timeout
@@ -293,6 +297,7 @@ class Worker:
         h, b = self._ctrl('JOIN', 'JOIN_ACK', body)
         self.ack = ctrl_unpack(b)
         self.session = self.ack['session']
+        self.secret = h['bitmap']       # docs/protocol.md, "Member secrets"
         if self.ack['nworkers'] != self.nworkers:
             raise AssertionError('JOIN_ACK nworkers %d, asked %d'
                                  % (self.ack['nworkers'], self.nworkers))
@@ -360,7 +365,7 @@ class Worker:
                 continue
             if now - self.last_tx > hb / 2:
                 self._send(hdr_pack(type=MSG['HEARTBEAT'], job=self.job, rank=self.rank,
-                                    token=self.session))
+                                    token=self.session, bitmap=self.secret))
             h, body = self._recv(due - now)
             if h is None:
                 continue

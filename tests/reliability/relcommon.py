@@ -36,7 +36,7 @@ INCA_PORT = P.UDP_PORT
 # ---- incad configurations -------------------------------------------------
 
 def conf_text(rack, tenants, jobs=(), max_elems=256, pool_size=64, window=0,
-              max_slots=4096, heartbeat_ms=None, evict_ms=None):
+              max_slots=4096, heartbeat_ms=None, evict_ms=None, session_seed=None):
     """An incad configuration for @rack: its mode, one af_packet port per
     agg-side interface (as tools/rack conf writes them), and the given
     tenants and static jobs, each a dict of configuration keys."""
@@ -60,8 +60,9 @@ def conf_text(rack, tenants, jobs=(), max_elems=256, pool_size=64, window=0,
 
     out = ['mode = "%s";' % rack.env['RACK_MODE'], 'workers = 1;',
            'idle = { policy = "adaptive"; };',
-           'aggregation = { max_elems = %d; pool_size = %d; max_slots = %d;%s };'
-           % (max_elems, pool_size, max_slots, ' window = %d;' % window if window else '')]
+           'aggregation = { max_elems = %d; pool_size = %d; max_slots = %d;%s%s };'
+           % (max_elems, pool_size, max_slots, ' window = %d;' % window if window else '',
+              ' session_seed = 0x%08x;' % session_seed if session_seed is not None else '')]
     if heartbeat_ms is not None:
         out.append('timeouts = { heartbeat_ms = %d; evict_ms = %d; };' % (heartbeat_ms,
                                                                           evict_ms))

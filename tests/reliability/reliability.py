@@ -565,13 +565,19 @@ def join_body(n=2):
 TOK_A, TOK_B = 0xA0A0A001, 0xB0B0B002
 
 
-def isolation_conf(rack):
+# The isolation case's attacker on a member's own path knows the session
+# tokens: it could read them off the wire; here they follow from this seed.
+ISO_SEED = 0x150A7E01
+
+
+def isolation_conf(rack, session_seed=None):
     src = ['10.77.0.0/24']
     return conf_text(rack, [
         dict(name='A', token=TOK_A, job_ids=[100, 199], slot_quota=64, sources=src),
         dict(name='B', token=TOK_B, job_ids=[200, 299], slot_quota=64, sources=src)],
         jobs=[dict(id=100, tenant='A', nworkers=2, pool_size=32),
-              dict(id=200, tenant='B', nworkers=2, pool_size=32)])
+              dict(id=200, tenant='B', nworkers=2, pool_size=32)],
+        session_seed=session_seed)
 
 
 def start_victims(procs, rack, iters):
@@ -594,7 +600,8 @@ def test_isolation():
     message)."""
     K = 16
     with Rack('iso', workers=5, rate=RATE) as rack, \
-            Daemon(rack, INCAD, conf=isolation_conf(rack)) as d, Procs(rack) as procs:
+            Daemon(rack, INCAD, conf=isolation_conf(rack, ISO_SEED)) as d, \
+            Procs(rack) as procs:
         tel = d.tel()
         rack.run(4, ['ip', 'addr', 'add', '10.77.0.99/24', 'dev', 'eth0'], check=True)
         quiet_icmp(rack, 4)
@@ -645,6 +652,13 @@ def test_isolation():
             add(4, out_w4, ctrl_msg('HEARTBEAT', 200, 1, TOK_B), 'incad/CTRL_NOT_MEMBER')
             add(4, out_w4b, ctrl_msg('JOIN', 200, 0, TOK_B, join_body()),
                 ('incad/CTRL_REFUSED', 'nack/JOB_FULL'))
+            # On B rank 0's own host, from its exact address (IP, port, MAC)
+            # and with the session an on-path observer reads off the wire:
+            # LEAVE and HEARTBEAT without rank 0's member secret.
+            s_b = P.session_token(ISO_SEED, 200, 1, TOK_B)
+            add(2, on_b, ctrl_msg('LEAVE', 200, 0, s_b), 'incad/CTRL_BAD_SECRET', sport=b_port)
+            add(2, on_b, ctrl_msg('HEARTBEAT', 200, 0, s_b, bitmap=0x5ec2e7 + k),
+                'incad/CTRL_BAD_SECRET', sport=b_port)
             add(4, out_w4, ctrl_msg('JOIN', 200, 1, TOK_A, join_body()),
                 ('incad/CTRL_REFUSED', 'nack/BAD_TOKEN'))
         before = counters(tel)
