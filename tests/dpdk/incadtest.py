@@ -388,11 +388,11 @@ def roce_ext(qpn, qkey):
 
 def roce_frame(msg, rank=0, qpn=0x100, dqpn=AGG_QPN, qkey=AGG_QKEY, opcode=UD_SEND_ONLY,
                pkey=0xffff, tver=0, pad=None, psn=0, icrc=None, sport=0xc123, src_ip=None,
-               src_mac=None, port=0):
+               src_mac=None, port=0, dst_ip=None, dst_mac=None):
     """A RoCEv2 UD SEND of INCA message @msg from worker @rank's queue pair @qpn."""
     npad = (-len(msg)) % 4 if pad is None else pad
-    return (Ether(src=src_mac or worker_mac(rank), dst=agg_mac(port)) /
-            IP(src=src_ip or worker_ip(rank), dst=agg_ip(port)) /
+    return (Ether(src=src_mac or worker_mac(rank), dst=dst_mac or agg_mac(port)) /
+            IP(src=src_ip or worker_ip(rank), dst=dst_ip or agg_ip(port)) /
             UDP(sport=sport, dport=ROCE_PORT, chksum=0) /
             BTH(opcode=opcode, padcount=npad, version=tver, pkey=pkey, dqpn=dqpn, psn=psn,
                 icrc=icrc) /
@@ -423,4 +423,6 @@ class RoceMsg(Msg):
 
 
 def roce_msgs(pkts):
-    return [RoceMsg(p) for p in pkts if UDP in p and p[UDP].dport == ROCE_PORT]
+    """The INCA messages in UD SENDs among @pkts (not other RDMA traffic)."""
+    return [RoceMsg(p) for p in pkts if UDP in p and p[UDP].dport == ROCE_PORT and
+            BTH in p and p[BTH].opcode == UD_SEND_ONLY]

@@ -993,6 +993,33 @@ def case_roce_hostile():
     check(not roce_msgs(run.out[0]), 'RoCE output without roce.enabled')
 
 
+def case_roce_switch():
+    """Switch mode (incad is the ToR): RoCE members on two ports get their
+    RESULTs as UD SENDs out of their own ports, from the address they sent
+    to; another RDMA flow between two hosts (an RC SEND from worker 0 to
+    worker 1) is not incad's and is switched through unchanged."""
+    q0, q1 = 0x000301, 0x000302
+    rc = roce_frame(b'\x02' + b'\0' * 39, rank=0, qpn=q0, dqpn=0x777, opcode=0x04,
+                    dst_ip=worker_ip(1), dst_mac=worker_mac(1))
+    p0 = [roce_join(6, 0, 2, q0, 0x10),
+          roce_contrib(6, 0, [1, 1], q0, slot=1, seq=1)]
+    p1 = [roce_join(6, 1, 2, q1, 0x11, port=1, dst_ip=agg_ip(0)),
+          roce_contrib(6, 1, [2, 2], q1, slot=1, seq=1, port=1, dst_ip=agg_ip(0)), ]
+    run = run_incad(base_config(nports=2, mode='switch', extra=ROCE_CONF), [p0 + [rc], p1])
+    for port, rank, q, k in ((0, 0, q0, 0x10), (1, 1, q1, 0x11)):
+        res = [m for m in roce_msgs(run.out[port]) if m.type == RESULT]
+        check(len(res) == 1 and res[0]['rank'] == rank, 'port %d RoCE RESULTs %s' % (port, res))
+        m = res[0]
+        check(m.bth.dqpn == q and m.deth.qkey == k and m.values() == [3, 3] and
+              roce_icrc_ok(m.pkt), 'port %d RESULT %r' % (port, m))
+        check(m.pkt[IP].src == agg_ip(0) and m.pkt[Ether].src == agg_mac(port) and
+              m.pkt[Ether].dst == worker_mac(rank), 'port %d addresses %s'
+              % (port, m.pkt.summary()))
+    fwd = [p for p in run.out[1] if bytes(p) == bytes(rc)]
+    check(len(fwd) == 1, 'the other hosts\' RDMA flow was not switched through unchanged')
+    check(run.drop('wire/ROCE_OPCODE') == 0, 'drops %s' % run.drops)
+
+
 def case_fuzz():
     """Mutated frames, checksums fixed or not: incad drops them, counts them
     and keeps serving."""
