@@ -460,7 +460,8 @@ static void
 parse_tenants(struct parser *p, const config_setting_t *l, struct incad_config *c)
 {
 	static const char *const keys[] = {"name", "token", "job_ids", "slot_quota",
-					   "dynamic_jobs", "sources", "vlans", "job_key", NULL};
+					   "dynamic_jobs", "sources", "vlans", "job_key", "rate_mbps",
+					   "burst_kb", NULL};
 	int i, n = config_setting_length(l);
 	unsigned int j;
 
@@ -503,6 +504,9 @@ parse_tenants(struct parser *p, const config_setting_t *l, struct incad_config *
 			}
 		}
 		GET_UINT(p, g, "slot_quota", 0, INCAD_MAX_SLOTS, false, t->slot_quota);
+		t->burst_kb = 512;
+		GET_UINT(p, g, "rate_mbps", 0, 1000000, false, t->rate_mbps);
+		GET_UINT(p, g, "burst_kb", 1, 1048576, false, t->burst_kb);
 		get_bool(p, g, "dynamic_jobs", &t->dynamic_jobs);
 		parse_job_key(p, g, t);
 		if (t->dynamic_jobs && !t->has_token && t->job_key_len == 0)

@@ -75,6 +75,8 @@ struct incad_tenant_conf {
 	struct incad_prefix prefixes[INCAD_MAX_PREFIXES];
 	unsigned int nvlans;             /* 0: any VLAN, untagged included */
 	uint16_t vlans[INCAD_MAX_VLANS]; /* 802.1Q ids; 0 stands for untagged */
+	uint32_t rate_mbps;              /* contributions' bandwidth into incad; 0: no limit */
+	uint32_t burst_kb;               /* what may arrive at once above the rate */
 };
 
 struct incad_member_conf {

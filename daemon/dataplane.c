@@ -38,6 +38,48 @@
 #define FIRST_SLEEP_US 8
 
 /*
+ * Tenants' rates: contributions beyond a tenant's rate and burst are
+ * dropped (incad/TENANT_RATE) after the member checks, so that nobody but
+ * the tenant's own members can spend its budget; the members' timers then
+ * retransmit, which holds the tenant near its rate. DPDK's srTCM meter with
+ * only its committed bucket (no excess burst): green passes, red drops.
+ */
+static struct rte_meter_srtcm_profile tenant_profile[INCAD_MAX_TENANTS];
+static bool tenant_metered[INCAD_MAX_TENANTS];
+
+int
+incad_tenant_meters_init(void)
+{
+	unsigned int t, i;
+	int ret;
+
+	for (t = 0; t < incad.cfg.ntenants; t++) {
+		const struct incad_tenant_conf *tc = &incad.cfg.tenants[t];
+		struct rte_meter_srtcm_params p = {0};
+
+		if (tc->rate_mbps == 0)
+			continue;
+		/* Each lcore meters the contributions of its slots: a share. */
+		p.cir = (uint64_t)tc->rate_mbps * 125000 / incad.nlcores;
+		p.cbs = (uint64_t)tc->burst_kb * 1024 / incad.nlcores;
+		/* Room for one frame of the largest payload, whatever the share. */
+		if (p.cbs < INCA_ENCAP_LEN + 4 + INCA_HDR_LEN + INCA_MAX_PAYLOAD_BYTES)
+			p.cbs = INCA_ENCAP_LEN + 4 + INCA_HDR_LEN + INCA_MAX_PAYLOAD_BYTES;
+		ret = rte_meter_srtcm_profile_config(&tenant_profile[t], &p);
+		if (ret != 0)
+			return ret;
+		for (i = 0; i < incad.nlcores; i++) {
+			ret = rte_meter_srtcm_config(&incad.lcores[i].tenant_meter[t],
+						     &tenant_profile[t]);
+			if (ret != 0)
+				return ret;
+		}
+		tenant_metered[t] = true;
+	}
+	return 0;
+}
+
+/*
  * Most contributions end here once counted: returned to the pool in bulk
  * at the end of the burst rather than one call each. Takes @m.
  */
@@ -435,6 +477,16 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		incad_drop_mbuf(lc, m, INCAD_DROP_CONTRIB_REFUSED);
 		return;
 	}
+	if (unlikely(tenant_metered[job->tenant]) &&
+	    rte_meter_srtcm_color_blind_check(&lc->tenant_meter[job->tenant],
+					      &tenant_profile[job->tenant], rte_rdtsc(),
+					      rte_pktmbuf_pkt_len(m)) == RTE_COLOR_RED) {
+		lc->st.tenant_rate_drops[job->tenant]++;
+		js->c[INCAD_JOB_DROP]++;
+		incad_drop_mbuf(lc, m, INCAD_DROP_TENANT_RATE);
+		return;
+	}
+	lc->st.tenant_bytes[job->tenant] += rte_pktmbuf_pkt_len(m);
 
 	switch (agg_contribute(job->agg, msg, &out)) {
 	case AGG_PENDING:

@@ -28,6 +28,7 @@
 #include <rte_log.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <rte_meter.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
@@ -107,7 +108,8 @@ enum incad_counter {
 	X(PARENT_STALE, "result or NACK from the parent for no waiting set or another session") \
 	X(PARENT_UNEXPECTED, "message from the parent the leaf does not expect now") \
 	X(INJECTED_LOSS, "contribution dropped on purpose (telemetry /incad/drop_prob)") \
-	X(ROCE_NOT_DATA, "RoCEv2 packet carrying an INCA message other than a CONTRIB")
+	X(ROCE_NOT_DATA, "RoCEv2 packet carrying an INCA message other than a CONTRIB") \
+	X(TENANT_RATE, "contribution beyond its tenant's rate_mbps and burst_kb (the worker retransmits)")
 
 enum incad_drop {
 #define INCAD_X_(n, d) INCAD_DROP_##n,
@@ -131,6 +133,10 @@ struct incad_lcore_stats {
 	uint64_t port_tx[INCAD_MAX_PORTS];
 	uint64_t busy_polls;
 	uint64_t empty_polls;
+	/* Contributions a tenant's members sent that passed its meter, and
+	 * the frames it dropped (incad/TENANT_RATE as well). */
+	uint64_t tenant_bytes[INCAD_MAX_TENANTS];
+	uint64_t tenant_rate_drops[INCAD_MAX_TENANTS];
 } __rte_cache_aligned;
 
 struct incad_port {
@@ -158,7 +164,17 @@ struct incad_lcore {
 	struct rte_mbuf *tx[64];
 	unsigned int nfree;       /* contributions done with, freed in bulk */
 	struct rte_mbuf *free[64];
+	/* Per-tenant meters of this lcore's share of each tenant's rate
+	 * (rate_mbps / workers: slots, hence contributions, spread evenly). */
+	struct rte_meter_srtcm tenant_meter[INCAD_MAX_TENANTS];
 } __rte_cache_aligned;
+
+/*
+ * Per-tenant rates (tenants' rate_mbps, burst_kb): one srTCM profile per
+ * tenant with its share per lcore, every lcore's meters configured. Before
+ * the lcores start. 0 or a negative errno.
+ */
+int incad_tenant_meters_init(void);
 
 /* What the I/O lcore learned of a frame, kept in the mbuf's private area. */
 struct incad_meta {

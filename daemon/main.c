@@ -377,6 +377,11 @@ main(int argc, char **argv)
 	ret = incad_uplink_init();
 	if (ret != 0)
 		goto out_ctrl;
+	ret = incad_tenant_meters_init();
+	if (ret != 0) {
+		INCAD_LOG(cfg, ERR, "tenant rate meters: %s", strerror(-ret));
+		goto out_ctrl;
+	}
 	/* Periodic work of the I/O lcore: eviction, the tree leaves' uplinks,
 	 * then the statistics. */
 	if (incad_timer_add(incad_ctrl_timer) != 0 || incad_timer_add(incad_uplink_timer) != 0 ||

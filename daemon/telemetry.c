@@ -415,8 +415,10 @@ static int
 tel_tenants(const char *cmd __rte_unused, const char *params __rte_unused,
 	    struct rte_tel_data *d)
 {
+	struct incad_lcore_stats s;
 	unsigned int t;
 
+	incad_stats_sum(&s);
 	rte_tel_data_start_dict(d);
 	for (t = 0; t < incad.cfg.ntenants; t++) {
 		const struct incad_tenant_conf *tc = &incad.cfg.tenants[t];
@@ -430,6 +432,11 @@ tel_tenants(const char *cmd __rte_unused, const char *params __rte_unused,
 		rte_tel_data_add_dict_u64(td, "slot_quota", tc->slot_quota);
 		rte_tel_data_add_dict_u64(td, "slots_used", incad_tenant_used(t));
 		rte_tel_data_add_dict_int(td, "dynamic_jobs", tc->dynamic_jobs);
+		/* The configured rate (0: none) and what its members sent. */
+		rte_tel_data_add_dict_u64(td, "rate_mbps", tc->rate_mbps);
+		rte_tel_data_add_dict_u64(td, "burst_kb", tc->burst_kb);
+		rte_tel_data_add_dict_u64(td, "contrib_bytes", s.tenant_bytes[t]);
+		rte_tel_data_add_dict_u64(td, "rate_drops", s.tenant_rate_drops[t]);
 		rte_tel_data_add_dict_container(d, tc->name, td, 0);
 	}
 	return 0;

@@ -1020,6 +1020,41 @@ def case_roce_switch():
     check(run.drop('wire/ROCE_OPCODE') == 0, 'drops %s' % run.drops)
 
 
+def case_tenant_rate():
+    """Tenant B has rate_mbps = 1 (and the smallest burst): of 40 back-to-back
+    contributions of 1 KiB from its one-rank job only the burst's worth is
+    aggregated, the rest are counted incad/TENANT_RATE drops; tenant A,
+    unlimited, streaming beside it, loses nothing; /incad/tenants accounts
+    for both."""
+    tb = 0x0B0B0B0B
+    tenants = ('{ name = "A"; token = 0x%08X; job_ids = [1, 9]; dynamic_jobs = true; }, '
+               '{ name = "B"; token = 0x%08X; job_ids = [10, 19]; dynamic_jobs = true; '
+               'rate_mbps = 1; burst_kb = 1; }' % (TOKEN, tb))
+    vals = list(range(256))
+    frames = [join(1, 0, 1, dtypes=1, ops=1),
+              join(10, 0, 1, dtypes=1, ops=1, token=tb, sport=41000)]
+    for k in range(40):
+        frames.append(contrib(1, 0, vals, slot=k, seq=k))
+        frames.append(contrib(10, 0, vals, slot=k, seq=k, token=session(10, token=tb),
+                              sport=41000))
+    run = run_incad(base_config(tenants=tenants), [frames], ask=['/incad/tenants'])
+    res = results(run)
+    a = [m for m in res if m['job'] == 1]
+    b = [m for m in res if m['job'] == 10]
+    dropped = run.drop('incad/TENANT_RATE')
+    check(len(a) == 40, 'tenant A: %d of 40 RESULTs' % len(a))
+    # The burst (one largest frame, 8270 bytes) lets 7 through at once; the
+    # rate adds 125 bytes a millisecond while the 80 frames are replayed.
+    check(1 <= len(b) <= 12 and len(b) + dropped == 40,
+          'tenant B: %d RESULTs, %d rate drops' % (len(b), dropped))
+    ten = run.telemetry['/incad/tenants']
+    flen = len(frames[2])
+    check(ten['B']['rate_mbps'] == 1 and ten['B']['rate_drops'] == dropped and
+          ten['B']['contrib_bytes'] == len(b) * flen, 'tenant B accounting %s' % ten['B'])
+    check(ten['A']['rate_mbps'] == 0 and ten['A']['rate_drops'] == 0 and
+          ten['A']['contrib_bytes'] == 40 * flen, 'tenant A accounting %s' % ten['A'])
+
+
 def case_fuzz():
     """Mutated frames, checksums fixed or not: incad drops them, counts them
     and keeps serving."""
