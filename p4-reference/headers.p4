@@ -194,6 +194,7 @@ const bit<8> INCA_V_REPLAY = 2;    /* retransmission into a complete set */
 /* A job that is a tree leaf (docs/protocol.md, "Aggregation trees"). */
 const bit<8> INCA_V_PARTIAL = 3;   /* completed the set: the partial to the parent */
 const bit<8> INCA_V_RESEND = 4;    /* retransmission into a PARTIAL set: partial again */
+const bit<8> INCA_V_HOLD = 5;      /* PARTIAL or RESEND without a parent session (Tofino) */
 
 /*
  * What the BMv2 program's set access returns for a contribution with an
@@ -250,7 +251,7 @@ header inca_bridge_h {
 	bit<16> mgid;       /* multicast group of the job */
 	bit<16> rank;       /* addressee of a replay */
 	bit<16> in_port;    /* port the contribution came in on */
-	bit<16> pad2;
+	bit<16> up_port;    /* a tree leaf's port to its parent */
 }
 
 /* Headers of the Tofino program, in deparsing order. */
