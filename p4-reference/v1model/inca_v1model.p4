@@ -690,13 +690,13 @@ control IncaEgress(inout v1_headers_t hdr,
 
 	/* A leaf's parent: where its partials go, as which member, in which
 	 * session (the control plane rewrites it at each parent JOIN_ACK). */
-	action set_parent(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port, bit<16> job,
-			  bit<16> rank, bit<32> session) {
+	action set_parent(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port,
+			  bit<16> parent_job, bit<16> rank, bit<32> session) {
 		meta.vid = 0;
 		hdr.ethernet.dst_addr = mac;
 		hdr.ipv4.dst_addr = ip;
 		hdr.udp.dst_port = udp_port;
-		hdr.inca.job = job;
+		hdr.inca.job = parent_job;
 		hdr.inca.rank = rank;
 		hdr.inca.token = session;
 	}
