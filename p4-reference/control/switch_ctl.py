@@ -574,6 +574,11 @@ class Uplink:
         elif mtype == NACK and self.state == 'up' and token == self.session and \
                 h[13] in (NACK_MEMBER_LOST, NACK_EVICTED, NACK_NOT_MEMBER, NACK_UNKNOWN_JOB):
             self.lost('NACK %d' % h[13])
+        elif mtype == NACK and token == self.session:
+            # About one chunk (MISMATCH, TOO_LARGE, ...): the Tofino subset
+            # has no MISMATCH; its set stays PARTIAL, its members time out.
+            log.warning('job %d: the parent refused slot %d seq %d (reason %d)', self.j.id,
+                        h[7], h[10], h[13])
 
     def join_ack(self, h, c, now):
         j = self.j
