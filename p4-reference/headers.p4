@@ -185,11 +185,16 @@ const bit<8> INCA_STEP_HARVEST_A = 3;  /* prepend lanes a of group `quarter` */
 const bit<8> INCA_STEP_HARVEST_B = 4;  /* prepend lanes b of group `quarter` */
 const bit<8> INCA_STEP_RESULT = 5;     /* egress: one RESULT per member */
 const bit<8> INCA_STEP_REPLAY = 6;     /* egress: RESULT to `rank` only */
+const bit<8> INCA_STEP_UPLINK = 7;     /* egress: a tree leaf's partial to its parent */
 
 /* What a contribution leads to once its groups are consumed. */
 const bit<8> INCA_V_PENDING = 0;   /* counted; the set is still filling */
 const bit<8> INCA_V_COMPLETE = 1;  /* completed the set: RESULT to all */
 const bit<8> INCA_V_REPLAY = 2;    /* retransmission into a complete set */
+/* A job that is a tree leaf (docs/protocol.md, "Aggregation trees"). */
+const bit<8> INCA_V_PARTIAL = 3;   /* completed the set: the partial to the parent */
+const bit<8> INCA_V_RESEND = 4;    /* retransmission into a PARTIAL set: partial again */
+const bit<8> INCA_V_HOLD = 5;      /* PARTIAL or RESEND without a parent session (Tofino) */
 
 /*
  * What the BMv2 program's set access returns for a contribution with an
@@ -225,6 +230,8 @@ const bit<8> INCA_DROP_STALE = 8;       /* older seq than the set's use */
 const bit<8> INCA_DROP_CONSUMED = 9;    /* counted; nothing to send yet */
 const bit<8> INCA_DROP_NO_ROUTE = 10;   /* no address for a member */
 const bit<8> INCA_DROP_L2_MISS = 11;    /* ordinary frame, unknown MAC */
+const bit<8> INCA_DROP_PARENT_STALE = 12;  /* a RESULT no PARTIAL set waits for */
+const bit<8> INCA_DROP_UPLINK_WAIT = 13;   /* a leaf's partial while it has no parent session */
 #define INCA_DROP_REASONS 16
 
 /*
@@ -244,7 +251,7 @@ header inca_bridge_h {
 	bit<16> mgid;       /* multicast group of the job */
 	bit<16> rank;       /* addressee of a replay */
 	bit<16> in_port;    /* port the contribution came in on */
-	bit<16> pad2;
+	bit<16> up_port;    /* a tree leaf's port to its parent */
 }
 
 /* Headers of the Tofino program, in deparsing order. */

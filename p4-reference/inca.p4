@@ -12,6 +12,9 @@
  *     (rules 1, 2 without MISMATCH, 4 bit-based and 6; no seq checks);
  *   - RESULT multicast to the job's members, rewritten per copy in egress
  *     (rank, addresses, UDP checksum 0), or replayed to one sender;
+ *   - a job with an uplink entry is a tree leaf: a completed set is PARTIAL
+ *     and goes to the parent as one CONTRIB (egress parent_addr), and the
+ *     parent's RESULT (the parent table) completes it for the members;
  *   - control messages (HELLO, JOIN, ...) go to the CPU port, where the
  *     control plane answers them; ordinary frames are switched by MAC.
  *
@@ -59,6 +62,12 @@ struct inca_ig_md_t {
 	bit<16> exp_out;
 	bit<8> lane_op;         /* INCA_LANE_* of this pass */
 	bit<12> vid;            /* the frame's 802.1Q VLAN, 0 untagged (parser) */
+	bit<1> from_parent;     /* a RESULT to the aggregator: a parent's, or dropped */
+	bit<1> leaf;            /* the job is a tree leaf (uplink hit) */
+	bit<1> up;              /* ... that holds a parent session */
+	PortId_t up_port;       /* its port to the parent */
+	bit<8> partial;         /* the set was PARTIAL (set_partial) */
+	bit<8> partial_in;      /* what set_partial becomes */
 }
 
 struct inca_eg_md_t {
@@ -186,6 +195,84 @@ control Ingress(inout inca_headers_t hdr,
 			@defaultonly job_unknown;
 		}
 		const default_action = job_unknown();
+		size = INCA_MAX_JOBS;
+	}
+
+	/*
+	 * A tree leaf's parent (docs/protocol.md, "Aggregation trees"): its
+	 * RESULTs, from its address and port, in its job and session, are
+	 * the leaf job's, rewritten into that job and the leaf's own session
+	 * for its members. The entry for another pipe sends them home first.
+	 */
+	action from_parent(bit<16> leaf_job, bit<32> session, bit<32> members,
+			   bit<16> mgid, PortId_t recirc_port) {
+		md.job_ok = 1;
+		md.member_ok = 1;
+		hdr.inca.job = leaf_job;
+		hdr.inca.token = session;
+		md.members = members;
+		md.mgid = mgid;
+		md.recirc_port = recirc_port;
+	}
+
+	action parent_remote(PortId_t home_recirc_port) {
+		md.job_ok = 1;
+		md.member_ok = 1;
+		md.job_remote = 1;
+		md.recirc_port = home_recirc_port;
+	}
+
+	action parent_unknown() {
+		md.job_ok = 0;
+	}
+
+	table parent {
+		key = {
+			hdr.ipv4.src_addr : exact @name("ip");
+			hdr.udp.src_port : exact @name("udp_port");
+			md.vid : exact @name("vlan");
+			hdr.inca.job : exact @name("job");
+			hdr.inca.token : exact @name("token");
+			ig_intr_md.ingress_port[8:7] : exact @name("pipe");
+		}
+		actions = {
+			from_parent;
+			parent_remote;
+			@defaultonly parent_unknown;
+		}
+		const default_action = parent_unknown();
+		size = INCA_MAX_JOBS;
+	}
+
+	/*
+	 * A job that is a tree leaf: its partials leave by @port (egress
+	 * parent_addr addresses them). leaf_down: no parent session yet; a
+	 * completed partial waits for the members' next retransmission.
+	 */
+	action leaf_up(PortId_t port) {
+		md.leaf = 1;
+		md.up = 1;
+		md.up_port = port;
+	}
+
+	action leaf_down() {
+		md.leaf = 1;
+	}
+
+	action not_leaf() {
+		md.leaf = 0;
+	}
+
+	table uplink {
+		key = {
+			hdr.inca.job : exact @name("job");
+		}
+		actions = {
+			leaf_up;
+			leaf_down;
+			@defaultonly not_leaf;
+		}
+		const default_action = not_leaf();
 		size = INCA_MAX_JOBS;
 	}
 
@@ -357,6 +444,8 @@ control Ingress(inout inca_headers_t hdr,
 						md.reason = INCA_DROP_IP_CSUM;
 					} else if (hdr.inca.type == INCA_MSG_CONTRIB) {
 						md.admit = 1;
+					} else if (hdr.inca.type == INCA_MSG_RESULT) {
+						md.admit = 1;
 					} else {
 						cpu.apply();
 					}
@@ -386,15 +475,26 @@ control Ingress(inout inca_headers_t hdr,
 		}
 
 		if (md.admit == 1) {
-			/* Lookups without side effects, all in the first stage. */
+			/* Lookups without side effects, all in the first stage
+			 * but for a parent's RESULT, whose job parent rewrites. */
 			classify.apply();
-			job.apply();
-			member.apply();
+			if (hdr.inca.type == INCA_MSG_RESULT) {
+				md.from_parent = 1;
+				parent.apply();
+			} else {
+				job.apply();
+				member.apply();
+			}
+			uplink.apply();
 			slot_map.apply();
 			rank_bit.apply();
 
 			if (md.cls == INCA_CLASS_NONE) {
 				md.reason = INCA_DROP_BAD_MSG;
+			} else if (md.from_parent == 1 && md.job_ok == 0) {
+				md.reason = INCA_DROP_PARENT_STALE;
+			} else if (md.from_parent == 1 && md.job_remote == 0 && md.leaf == 0) {
+				md.reason = INCA_DROP_PARENT_STALE;
 			} else if (md.job_ok == 0) {
 				md.reason = INCA_DROP_BAD_TOKEN;
 			} else if (md.member_ok == 0) {
@@ -421,6 +521,11 @@ control Ingress(inout inca_headers_t hdr,
 				hdr.bridge.quarter = 0;
 				hdr.bridge.cls = md.cls;
 				hdr.bridge.verdict = md.verdict;
+				if ((md.verdict == INCA_V_PARTIAL || md.verdict == INCA_V_RESEND) &&
+				    md.up == 0) {
+					hdr.bridge.verdict = INCA_V_HOLD;
+				}
+				hdr.bridge.up_port = (bit<16>)md.up_port;
 				hdr.bridge.lane_op = md.lane_op;
 				hdr.bridge.lane_idx0 = (bit<16>)md.lane_idx;
 				hdr.bridge.mgid = md.mgid;
@@ -512,7 +617,36 @@ control Egress(inout inca_headers_t hdr,
 		size = INCA_MAX_MEMBERS;
 	}
 
-	/* RESULTs come from the aggregator's address and INCA port. */
+	/* A leaf's parent: where its partials go, as which member of which
+	 * job, in which session (rewritten at each parent JOIN_ACK). */
+	action set_parent(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port,
+			  bit<16> parent_job, bit<16> rank, bit<32> session) {
+		md.addr_ok = 1;
+		hdr.ethernet.dst_addr = mac;
+		hdr.ipv4.dst_addr = ip;
+		hdr.udp.dst_port = udp_port;
+		hdr.inca.job = parent_job;
+		hdr.inca.rank = rank;
+		hdr.inca.token = session;
+	}
+
+	action no_parent() {
+		md.addr_ok = 0;
+	}
+
+	table parent_addr {
+		key = {
+			hdr.inca.job : exact @name("job");
+		}
+		actions = {
+			set_parent;
+			@defaultonly no_parent;
+		}
+		const default_action = no_parent();
+		size = INCA_MAX_JOBS;
+	}
+
+	/* RESULTs and partials come from the aggregator's address and INCA port. */
 	action set_source(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port) {
 		hdr.ethernet.src_addr = mac;
 		hdr.ipv4.src_addr = ip;
@@ -527,19 +661,24 @@ control Egress(inout inca_headers_t hdr,
 	}
 
 	apply {
-		if (hdr.bridge.step == INCA_STEP_RESULT || hdr.bridge.step == INCA_STEP_REPLAY) {
-			if (hdr.bridge.step == INCA_STEP_RESULT) {
-				md.rank = eg_intr_md.egress_rid;
+		if (hdr.bridge.step == INCA_STEP_RESULT || hdr.bridge.step == INCA_STEP_REPLAY ||
+		    hdr.bridge.step == INCA_STEP_UPLINK) {
+			if (hdr.bridge.step == INCA_STEP_UPLINK) {
+				parent_addr.apply();
 			} else {
-				md.rank = hdr.bridge.rank;
+				if (hdr.bridge.step == INCA_STEP_RESULT) {
+					md.rank = eg_intr_md.egress_rid;
+				} else {
+					md.rank = hdr.bridge.rank;
+				}
+				member_addr.apply();
+				hdr.inca.rank = md.rank;
 			}
-			member_addr.apply();
 			if (md.addr_ok == 0) {
 				eg_dprsr_md.drop_ctl = 0x1;
 				egress_drops.count(INCA_DROP_NO_ROUTE);
 			} else {
 				aggregator.apply();
-				hdr.inca.rank = md.rank;
 				hdr.ipv4.tos = 0;
 				hdr.ipv4.identification = 0;
 				hdr.ipv4.flags = 3w2;  /* DF */

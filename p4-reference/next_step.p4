@@ -4,8 +4,10 @@
 
 /*
  * Where an INCA contribution goes after a pass: another pass, a multicast
- * RESULT to the job's group, a unicast replay to its sender, or nowhere
- * (dropped, counted by reason in inca.p4). Ordinary traffic was given its
+ * RESULT to the job's group, a unicast replay to its sender, a tree leaf's
+ * partial to its parent, or nowhere (dropped, counted by reason in
+ * inca.p4). A parent's RESULT takes the passes of a contribution that
+ * completes its set. Ordinary traffic was given its
  * port by the L2 table before and is not looked at here.
  *
  * Passes of a contribution that gets an answer (quarter = payload group):
@@ -49,6 +51,12 @@ control NextStep(inout inca_headers_t hdr,
 		ig_tm_md.ucast_egress_port = hdr.bridge.in_port[8:0];
 	}
 
+	/* One copy, to the parent: egress rewrites it into the parent's job. */
+	action unicast_partial() {
+		hdr.bridge.step = INCA_STEP_UPLINK;
+		ig_tm_md.ucast_egress_port = hdr.bridge.up_port[8:0];
+	}
+
 	apply {
 		if (hdr.bridge.step == INCA_STEP_CONSUME) {
 			if (hdr.bridge.cls == INCA_CLASS_LARGE && hdr.bridge.quarter != 3) {
@@ -57,6 +65,9 @@ control NextStep(inout inca_headers_t hdr,
 				recirculate(INCA_STEP_CONSUME, hdr.bridge.quarter + 1);
 			} else if (hdr.bridge.verdict == INCA_V_PENDING) {
 				md.reason = INCA_DROP_CONSUMED;
+			} else if (hdr.bridge.verdict == INCA_V_HOLD) {
+				/* Counted (PARTIAL) but no parent session yet. */
+				md.reason = INCA_DROP_UPLINK_WAIT;
 			} else {
 				/* Lanes b of the last group stay: they are results. */
 				hdr.data0.setInvalid();
@@ -69,8 +80,10 @@ control NextStep(inout inca_headers_t hdr,
 				recirculate(INCA_STEP_HARVEST_B, hdr.bridge.quarter - 1);
 			} else if (hdr.bridge.verdict == INCA_V_COMPLETE) {
 				multicast_result();
-			} else {
+			} else if (hdr.bridge.verdict == INCA_V_REPLAY) {
 				unicast_replay();
+			} else {
+				unicast_partial();
 			}
 		}
 	}

@@ -6,8 +6,8 @@
  * Parsers of the Tofino program.
  *
  * From a port: Ethernet / IPv4 (IHL 5, no fragment) / UDP to an INCA port /
- * INCA header, and for a CONTRIB of a switch payload class its first group
- * of 64 elements (the 256-element class leaves the other three groups in the
+ * INCA header, and for a CONTRIB or a RESULT (a tree leaf's parent's) of a
+ * switch payload class its first group of 64 elements (the 256-element class leaves the other three groups in the
  * payload; later passes consume them, see next_step.p4). Everything else is
  * parsed as far as it matches and forwarded as ordinary traffic.
  *
@@ -89,6 +89,8 @@ parser IngressParser(packet_in pkt,
 		transition select(hdr.inca.type, hdr.inca.count) {
 			(INCA_MSG_CONTRIB, INCA_PAYLOAD_SMALL): parse_group;
 			(INCA_MSG_CONTRIB, INCA_PAYLOAD_LARGE): parse_group;
+			(INCA_MSG_RESULT, INCA_PAYLOAD_SMALL): parse_group;
+			(INCA_MSG_RESULT, INCA_PAYLOAD_LARGE): parse_group;
 			default: accept;
 		}
 	}
@@ -115,7 +117,8 @@ parser IngressParser(packet_in pkt,
 }
 
 /*
- * Egress sees the bridge header of every frame. Only RESULTs are rewritten,
+ * Egress sees the bridge header of every frame. Only RESULTs and a leaf's
+ * partials are rewritten,
  * and only their headers: the elements stay in the payload.
  */
 parser EgressParser(packet_in pkt,
@@ -129,6 +132,7 @@ parser EgressParser(packet_in pkt,
 		transition select(hdr.bridge.step) {
 			INCA_STEP_RESULT: parse_result;
 			INCA_STEP_REPLAY: parse_result;
+			INCA_STEP_UPLINK: parse_result;
 			default: accept;
 		}
 	}

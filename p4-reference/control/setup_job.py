@@ -33,8 +33,18 @@ What it programs (README.md, "Setting up a job"):
   - Egress.member_addr: (job, rank) -> the member's MAC, IPv4, UDP port;
   - $pre.node per member (RID = rank, its port) and $pre.mgid = the job's
     group of those nodes;
-  - zeroes the seq, bitmap, remaining count and exponent of every set of the
-    job's slots: a zeroed set is older than any chunk (bitmap.p4).
+  - zeroes the seq, bitmap, remaining count, PARTIAL bit and exponent of
+    every set of the job's slots: a zeroed set is older than any chunk
+    (bitmap.p4);
+  - a tree leaf (a "parent": {"ip", "udp_port", "mac", "switch_port", "job",
+    "rank", "session"}, as a leaf vector has it): Ingress.uplink (job ->
+    leaf_up(the parent's port), or leaf_down without a session),
+    Ingress.parent ((parent IPv4, UDP port, VLAN 0, parent job, parent
+    session, pipe) -> from_parent(job, the job's session, members, mgid,
+    home recirculation port), parent_remote elsewhere) and
+    Egress.parent_addr (job -> the parent's MAC, IPv4, UDP port, job, this
+    leaf's rank, session). switch_ctl.py does the same when it joins a
+    parent itself.
 
 Written against the SDE 9.x bfrt_python API; not run here (no SDE).
 """
@@ -157,7 +167,7 @@ def setup_job(p4, pre, desc):
         # Both sets zeroed: older than any chunk, so the first
         # contribution of each starts a use.
         for s in (0, 1):
-            for reg in (bm.set_seq, bm.set_bitmap, bm.remaining):
+            for reg in (bm.set_seq, bm.set_bitmap, bm.remaining, bm.set_partial):
                 reg.mod(REGISTER_INDEX=2 * pool_index + s, f1=0)
             max_exp.mod(REGISTER_INDEX=2 * pool_index + s, f1=0)
 
@@ -172,6 +182,33 @@ def setup_job(p4, pre, desc):
     pre.mgid.entry(mgid=mgid, multicast_node_id=nodes,
                    multicast_node_l1_xid_valid=[False] * len(nodes),
                    multicast_node_l1_xid=[0] * len(nodes)).push()
+    if desc.get('parent'):
+        setup_leaf(p4, desc)
+
+
+def setup_leaf(p4, desc):
+    """A tree leaf's uplink (docs/protocol.md, "Aggregation trees")."""
+    j, par = desc['job'], desc['parent']
+    job, home, mgid = j['id'], desc.get('home_pipe', 0), desc.get('mgid', j['id'])
+    if not par.get('session'):
+        p4.Ingress.uplink.add_with_leaf_down(job=job)
+        return
+    p4.Ingress.uplink.add_with_leaf_up(job=job, port=par['switch_port'])
+    for pipe in desc.get('pipes', [0]):
+        key = dict(ip=ip2int(par['ip']), udp_port=par['udp_port'], vlan=0, job=par['job'],
+                   token=par['session'], pipe=pipe)
+        if pipe == home:
+            p4.Ingress.parent.add_with_from_parent(leaf_job=job, session=data_token(j),
+                                                   members=(1 << j['nworkers']) - 1,
+                                                   mgid=mgid, recirc_port=recirc_port(home),
+                                                   **key)
+        else:
+            p4.Ingress.parent.add_with_parent_remote(home_recirc_port=recirc_port(home),
+                                                     **key)
+    p4.Egress.parent_addr.add_with_set_parent(job=job, mac=mac2int(par['mac']),
+                                              ip=ip2int(par['ip']), udp_port=par['udp_port'],
+                                              parent_job=par['job'], rank=par['rank'],
+                                              session=par['session'])
 
 
 def teardown_job(p4, pre, desc):

@@ -22,7 +22,17 @@ control plane does for static jobs (docs/protocol.md, "Job lifecycle"):
   its rank, and the job is reset;
 - a reset (LEAVE, eviction) starts a new incarnation: a new random session
   replaces the job entry's token, the job's sets are zeroed, and every
-  member must JOIN again (its HEARTBEATs get MEMBER_LOST until then).
+  member must JOIN again (its HEARTBEATs get MEMBER_LOST until then);
+- a job with a "parent" is a tree leaf (docs/protocol.md, "Aggregation
+  trees"), as incad's daemon/uplink.c: HELLO the parent once, wait its
+  evict_ms, JOIN it as "rank", keep its session and the member secret of
+  its JOIN_ACK, HEARTBEAT it, and write the session into the uplink,
+  parent and parent_addr entries (the data plane sends the partials and
+  takes the parent's RESULTs); no JOIN of a member is answered while the
+  leaf holds no parent session; a reset of the leaf takes the uplink down
+  and LEAVEs the parent's incarnation before joining the next; the
+  parent's incarnation ending (NACK MEMBER_LOST, EVICTED, NOT_MEMBER,
+  UNKNOWN_JOB, or silence for its evict_ms) ends the leaf's.
 
 The protocol side (class Control) is one for both targets; a driver does
 the tables: Bmv2Switch through simple_switch's Thrift API (BMv2's own
@@ -34,12 +44,17 @@ forwards them. Configuration (JSON):
      "cpu_port": 64, "hb_ms": 1000, "evict_ms": 5000,
      "hosts": [{"mac": "02:00:00:00:bb:00", "port": 1}, ...],
      "jobs": [{"id": 7, "token": 3221225473, "nworkers": 2, "pool_size": 64,
-               "window": 64, "elems": 64, "pool_base": 0, "member_base": 0}],
+               "window": 64, "elems": 64, "pool_base": 0, "member_base": 0,
+               "parent": {"ip": "10.0.100.1", "mac": "02:00:00:00:cc:00", "port": 3,
+                          "rank": 2, "nworkers": 8}}],
      "dynamic": {"job_ids": [10, 99], "job_key": "<32..128 hex digits>",
                  "pool_size": 32, "elems": 64, "slots": [64, 512],
                  "member_base": 64}}
 
-"jobs" are static; "dynamic" lets a first JOIN of an id in job_ids create a
+"jobs" are static ("parent", optional: the parent aggregator's IPv4, MAC
+and switch port, this leaf's rank in its job and the job's size; "job",
+"token" and "udp_port" default to this job's id and token and 18766);
+"dynamic" lets a first JOIN of an id in job_ids create a
 job (nworkers from the JOIN) with its own token, HMAC-SHA256 of the id
 under job_key as incad's tenant job_key (`incactl job-token`), or one
 "token" for all; each gets one block of pool_size slots from "slots"
@@ -211,8 +226,31 @@ class Bmv2Switch:
 
     def zero_sets(self, j):
         for i in range(2 * j.pool_base, 2 * (j.pool_base + j.pool_size)):
-            for reg in ('set_seq', 'set_bitmap', 'max_exp'):
+            for reg in ('set_seq', 'set_bitmap', 'max_exp', 'set_partial'):
                 self.client.bm_register_write(0, '%s.%s' % (ING, reg), i, 0)
+
+    def set_uplink(self, j, session):
+        """Leaf job j's uplink under parent session @session (0: none, its
+        partials wait)."""
+        for key, ctl in (('uplink', ING), ('parent', ING), ('parent_addr', EGR)):
+            if key in j.handles:
+                self.cmd('table_delete %s.%s %d' % (ctl, key, j.handles.pop(key)))
+        p = j.parent
+        if not session:
+            j.handles['uplink'] = self.handle('table_add %s.uplink %s.leaf_down %d =>'
+                                              % (ING, ING, j.id))
+            return
+        ip = socket.inet_ntoa(p['ip'])
+        j.handles['parent_addr'] = self.handle(
+            'table_add %s.parent_addr %s.set_parent %d => %s %s %d %d %d 0x%08x'
+            % (EGR, EGR, j.id, mac_str(p['mac']), ip, p['udp_port'], p['job'], p['rank'],
+               session))
+        j.handles['parent'] = self.handle(
+            'table_add %s.parent %s.from_parent %s %d 0 %d 0x%08x => %d 0x%08x 0x%08x %d'
+            % (ING, ING, ip, p['udp_port'], p['job'], session, j.id, j.session,
+               (1 << j.nworkers) - 1, j.mgid))
+        j.handles['uplink'] = self.handle('table_add %s.uplink %s.leaf_up %d => %d'
+                                          % (ING, ING, j.id, p['port']))
 
     def add_member(self, j, rank, m, port):
         ip = socket.inet_ntoa(m.ip)
@@ -300,8 +338,39 @@ class TofinoSwitch:
     def zero_sets(self, j):
         bm = self.p4.Ingress.bitmap
         for i in range(2 * j.pool_base, 2 * (j.pool_base + j.pool_size)):
-            for reg in (bm.set_seq, bm.set_bitmap, bm.remaining, bm.max_exp):
+            for reg in (bm.set_seq, bm.set_bitmap, bm.remaining, bm.set_partial,
+                        bm.max_exp):
                 reg.mod(REGISTER_INDEX=i, f1=0)
+
+    def set_uplink(self, j, session):
+        ing, egr, p = self.p4.Ingress, self.p4.Egress, j.parent
+        ip = ip2int(socket.inet_ntoa(p['ip']))
+        old = j.handles.pop('uplink', None)
+        if old is not None:
+            ing.uplink.delete(job=j.id)
+        if old:
+            for pipe in self.pipes:
+                ing.parent.delete(ip=ip, udp_port=p['udp_port'], vlan=0, job=p['job'],
+                                  token=old, pipe=pipe)
+            egr.parent_addr.delete(job=j.id)
+        j.handles['uplink'] = session
+        if not session:
+            ing.uplink.add_with_leaf_down(job=j.id)
+            return
+        egr.parent_addr.add_with_set_parent(job=j.id, mac=mac2int(mac_str(p['mac'])), ip=ip,
+                                            udp_port=p['udp_port'], parent_job=p['job'],
+                                            rank=p['rank'], session=session)
+        for pipe in self.pipes:
+            key = dict(ip=ip, udp_port=p['udp_port'], vlan=0, job=p['job'], token=session,
+                       pipe=pipe)
+            if pipe == self.home:
+                ing.parent.add_with_from_parent(leaf_job=j.id, session=j.session,
+                                                members=(1 << j.nworkers) - 1, mgid=j.mgid,
+                                                recirc_port=self.recirc_port(self.home), **key)
+            else:
+                ing.parent.add_with_parent_remote(
+                    home_recirc_port=self.recirc_port(self.home), **key)
+        ing.uplink.add_with_leaf_up(job=j.id, port=p['port'])
 
     def node_id(self, j, rank):
         return j.id * self.NODE_ROOM + rank + 1
@@ -383,6 +452,161 @@ class Job:
         self.handles = {}       # the switch driver's entries for the job
         self.members = {}       # rank -> Member (admitted)
         self.evicted = {}       # rank -> (ip, udp_port) evicted, not rejoined
+        self.parent = None      # a tree leaf's parent (Uplink)
+        self.up = None
+        pc = conf.get('parent')
+        if pc is not None:
+            if self.dynamic:
+                raise ValueError('job %d: only static jobs can be leaves' % self.id)
+            self.parent = {'ip': socket.inet_aton(pc['ip']), 'mac': mac_bytes(pc['mac']),
+                           'port': pc['port'], 'udp_port': pc.get('udp_port', INCA_PORT),
+                           'job': pc.get('job', self.id), 'rank': pc['rank'],
+                           'nworkers': pc['nworkers'], 'token': pc.get('token', self.token)}
+
+    def granted_window(self):
+        """A leaf grants its members no larger window than its parent did."""
+        if self.up is not None and self.up.window:
+            return min(self.window, self.up.window)
+        return self.window
+
+
+class Uplink:
+    """A leaf job's membership in its parent's job (docs/protocol.md,
+    "Aggregation trees"), as incad's daemon/uplink.c keeps it: one worker
+    of the parent's job, whose data the data plane sends."""
+
+    FIRST_RETRY, MAX_RETRY = 0.02, 1.0
+
+    def __init__(self, ctl, j):
+        self.ctl, self.j, self.p = ctl, j, j.parent
+        self.session = 0        # the parent session held (0: none)
+        self.left = 0           # the one last left: a late JOIN_ACK of it is ignored
+        self.secret = 0         # the member secret of its JOIN_ACK
+        self.window = 0
+        self.hb, self.evict = ctl.hb_ms / 1000.0, ctl.evict_ms / 1000.0
+        self.last_rx = 0.0
+        self.enter('hello')     # first start: wait out a previous run's membership
+
+    def enter(self, state):
+        self.state, self.since = state, time.monotonic()
+        self.next_tx, self.backoff = self.since, self.FIRST_RETRY
+
+    def retry_later(self, now):
+        self.next_tx = now + self.backoff
+        self.backoff = min(self.backoff * 2, self.MAX_RETRY)
+
+    def send(self, mtype, token, body=b''):
+        p = self.p
+        h = HDR.pack(VERSION, mtype, DTYPE_INT32 if mtype == JOIN else 0, 0, p['job'],
+                     p['rank'], token, 0, 0, 0, 0, 0, 0, 0,
+                     self.secret if mtype in (LEAVE, HEARTBEAT) else 0)
+        self.ctl.send(p['mac'], p['ip'], p['udp_port'], h + body)
+
+    def join_body(self, mtype):
+        j = self.j
+        if mtype == HELLO:
+            return CTRL.pack(VERSION, VERSION, 1 << DTYPE_INT32, 1 << OP_SUM, j.elems,
+                             0, 0, 0, 0, 0, 0, 0, 0)
+        return CTRL.pack(VERSION, VERSION, 1 << DTYPE_INT32, 1 << OP_SUM, j.elems,
+                         self.p['nworkers'], j.pool_size, j.window, 0, 0, 0, 0, 0)
+
+    def down(self):
+        """Stop sending under the parent session at once."""
+        if self.session:
+            self.ctl.sw.set_uplink(self.j, 0)
+            self.left, self.session = self.session, 0
+
+    def reset(self):
+        """The leaf's own incarnation ends: leave the parent's."""
+        if self.session:
+            self.down()
+            log.info('job %d: reset here, leaving parent session 0x%08x', self.j.id,
+                     self.left)
+            self.enter('leaving')
+
+    def lost(self, why):
+        log.info('job %d: parent job %d session 0x%08x lost (%s): members rejoin',
+                 self.j.id, self.p['job'], self.session, why)
+        self.down()
+        self.enter('joining')
+        self.ctl.new_incarnation(self.j)
+
+    def timer(self, now):
+        if self.state == 'up':
+            if now - self.last_rx > self.evict:
+                self.lost('the parent is silent')
+            elif now >= self.next_tx:
+                self.send(HEARTBEAT, self.session)
+                self.next_tx = now + min(self.hb, self.evict / 3)
+        elif self.state == 'hold':
+            if now >= self.hold_until:
+                self.enter('joining')
+        elif self.state == 'leaving' and now - self.since > self.evict:
+            self.enter('joining')   # the parent evicts this leaf anyway
+        elif now >= self.next_tx and self.state in ('hello', 'joining', 'leaving'):
+            if self.state == 'leaving':
+                self.send(LEAVE, self.left)
+            else:
+                mtype = HELLO if self.state == 'hello' else JOIN
+                self.send(mtype, self.p['token'], self.join_body(mtype))
+            self.retry_later(now)
+
+    def on_message(self, h, body):
+        mtype, token, now = h[1], h[6], time.monotonic()
+        c = CTRL.unpack(body) if len(body) >= CTRL.size else None
+        if mtype == CAPS and self.state == 'hello' and c is not None:
+            # Its evict_ms, its timer and a margin, as incad waits.
+            wait = (c[10] + c[10] / 8 + 100) / 1000.0
+            log.info('job %d: first JOIN to the parent in %d ms', self.j.id, wait * 1000)
+            self.enter('hold')
+            self.hold_until = now + wait
+        elif mtype == JOIN_ACK and self.state == 'joining' and token == self.p['token'] \
+                and c is not None and c[12] not in (0, self.left):
+            self.join_ack(h, c, now)
+        elif mtype == LEAVE_ACK and self.state == 'leaving' and token == self.left:
+            self.enter('joining')
+        elif mtype == HEARTBEAT_ACK and self.state == 'up' and token == self.session:
+            self.last_rx = now
+        elif mtype == NACK and self.state == 'joining' and token == self.p['token']:
+            log.error('job %d: parent job %d refused the JOIN (reason %d)', self.j.id,
+                      self.p['job'], h[13])
+            self.next_tx, self.backoff = now + self.MAX_RETRY, self.MAX_RETRY
+        elif mtype == NACK and self.state == 'up' and token == self.session and \
+                h[13] in (NACK_MEMBER_LOST, NACK_EVICTED, NACK_NOT_MEMBER, NACK_UNKNOWN_JOB):
+            self.lost('NACK %d' % h[13])
+        elif mtype == NACK and token == self.session:
+            # About one chunk (MISMATCH, TOO_LARGE, ...): the Tofino subset
+            # has no MISMATCH; its set stays PARTIAL, its members time out.
+            log.warning('job %d: the parent refused slot %d seq %d (reason %d)', self.j.id,
+                        h[7], h[10], h[13])
+
+    def join_ack(self, h, c, now):
+        j = self.j
+        max_elems, pool, window, hb_ms, evict_ms, session = c[4], c[6], c[7], c[9], c[10], c[12]
+        if pool != j.pool_size or max_elems < j.elems or not 0 < window <= pool:
+            # Chunk k must land in the same slot and set on both levels,
+            # and the partial is a whole payload class.
+            log.error('job %d: the parent grants pool %d, window %d, max_elems %d; this job '
+                      'has pool %d of %d elements: fix the configurations', j.id, pool,
+                      window, max_elems, j.pool_size, j.elems)
+            self.next_tx, self.backoff = now + self.MAX_RETRY, self.MAX_RETRY
+            return
+        self.secret, self.window = h[14], window
+        self.hb = (hb_ms or self.ctl.hb_ms) / 1000.0
+        self.evict = (evict_ms or self.ctl.evict_ms) / 1000.0
+        self.session = session
+        self.ctl.sw.set_uplink(j, session)
+        self.enter('up')
+        self.last_rx = now
+        self.next_tx = now + min(self.hb, self.evict / 3)
+        log.info('job %d: joined parent job %d as rank %d, session 0x%08x, window %d',
+                 j.id, self.p['job'], self.p['rank'], session, window)
+
+    def stop(self):
+        """Best effort, once: the parent resets now rather than evicting."""
+        if self.session:
+            self.down()
+            self.send(LEAVE, self.left)
 
 
 class Control:
@@ -400,6 +624,8 @@ class Control:
         for jc in conf.get('jobs', []):
             j = Job(jc)
             self.jobs[j.id] = j
+            if j.parent is not None:
+                self.hosts.setdefault(mac_str(j.parent['mac']), j.parent['port'])
         self.dyn = self.dynamic_conf(conf.get('dynamic'))
         self.setup()
 
@@ -478,12 +704,17 @@ class Control:
         for j in self.jobs.values():
             self.sw.add_job(j)
             self.new_incarnation(j)
+            if j.parent is not None:
+                self.sw.set_uplink(j, 0)
+                j.up = Uplink(self, j)
             log.info('job %d: %d ranks, %d slots of %d elements, session 0x%08x',
                      j.id, j.nworkers, j.pool_size, j.elems, j.session)
 
     def new_incarnation(self, j):
         """Session n+1: the old one's CONTRIBs miss the job table, the sets
         are zeroed (IDLE), every member must JOIN again."""
+        if j.up is not None:
+            j.up.reset()
         s = 0
         while s in (0, j.token, j.session):
             s = secrets.randbits(32)
@@ -528,7 +759,7 @@ class Control:
     def caps_body(self, j=None, session=0):
         e = j.elems if j else max([x.elems for x in self.jobs.values()] or [64])
         pool = j.pool_size if j else 0
-        win = j.window if j else 0
+        win = j.granted_window() if j else 0
         return CTRL.pack(VERSION, VERSION, 1 << DTYPE_INT32, 1 << OP_SUM, e,
                          j.nworkers if j else 0, pool, win,
                          CAP_BFP | CAP_SEQ_CHECK | CAP_FIXED_COUNT,
@@ -550,6 +781,11 @@ class Control:
         h = HDR.unpack(data[42:42 + HDR.size])
         body = data[42 + HDR.size:42 + HDR.size + CTRL.size]
         src = (data[6:12], src_ip, sport)
+        for j in self.jobs.values():
+            p = j.parent
+            if p is not None and (p['ip'], p['udp_port'], p['job']) == (src_ip, sport, h[4]):
+                j.up.on_message(h, body)
+                return
         if h[1] == HELLO:
             self.reply(src, h, CAPS, body=self.caps_body())
             return
@@ -610,6 +846,9 @@ class Control:
             return
         if (ops or 1 << h[3]) & ~(1 << OP_SUM):
             self.reply(src, h, NACK, NACK_UNSUPPORTED_OP)
+            return
+        if j.up is not None and not j.up.session:
+            # A leaf without a parent session: the worker retries.
             return
         if max_elems and max_elems < j.elems:
             # The switch adds exactly its payload class.
@@ -700,8 +939,12 @@ class Control:
     def run(self, stop):
         period = max(0.01, min(self.hb_ms, self.evict_ms) / 2000.0)
         next_check = time.monotonic() + period
+        uplinks = [j.up for j in self.jobs.values() if j.up is not None]
         while not stop:
-            r, _, _ = select.select([self.sock], [], [], period)
+            for u in uplinks:
+                u.timer(time.monotonic())
+            r, _, _ = select.select([self.sock], [], [], min(period, 0.02) if uplinks
+                                    else period)
             if r:
                 data, anc, _, addr = self.sock.recvmsg(65536, socket.CMSG_SPACE(AUXDATA.size))
                 if addr[2] == socket.PACKET_OUTGOING:
@@ -736,6 +979,9 @@ def serve(conf, sw, iface):
     signal.signal(signal.SIGINT, lambda *a: stop.append(1))
     log.info('ready on %s', iface)
     ctl.run(stop)
+    for j in ctl.jobs.values():
+        if j.up is not None:
+            j.up.stop()
     log.info('stopped')
     return 0
 

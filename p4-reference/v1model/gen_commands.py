@@ -18,6 +18,14 @@ slot range can be reused by a later job or incarnation.
 
 A member is RANK=IP[:UDP_PORT],MAC,SWITCH_PORT[,VLAN] (UDP port default
 18766; VLAN: its 802.1Q VLAN, default 0 = untagged).
+
+--parent IP[:UDP_PORT],MAC,SWITCH_PORT,JOB,RANK,SESSION makes the job a
+tree leaf (docs/protocol.md, "Aggregation trees"): its completed sets go to
+that parent as rank RANK of its job JOB in parent session SESSION, and the
+parent's RESULTs from that address are written into the waiting sets and
+multicast to the members. The session is the parent's JOIN_ACK's: a static
+set-up takes it from elsewhere (a vector's manifest, or switch_ctl.py, which
+joins the parent itself).
 --manifest tests/vectors/vectors.json --scenario NAME takes everything from
 a conformance vector instead (keyed by the scenario's session token, what
 its CONTRIBs carry); --port P then puts every member on switch port P
@@ -69,8 +77,37 @@ def layout(pool_size, elems, pool_base, lane_base):
     return [(s, pool_base + s, lane_base + s * stride) for s in range(pool_size)]
 
 
+def parse_parent(text):
+    try:
+        addr, mac, port, job, rank, session = text.split(',')
+        ip, _, udp = addr.partition(':')
+        return {'ip': ip, 'udp_port': int(udp) if udp else INCA_UDP_PORT, 'mac': mac,
+                'switch_port': int(port), 'job': int(job), 'rank': int(rank),
+                'session': int(session, 0)}
+    except ValueError:
+        raise argparse.ArgumentTypeError('parent %r is not IP[:UDP],MAC,PORT,JOB,RANK,SESSION'
+                                         % text)
+
+
+def leaf_commands(job, session, nmembers, mgid, parent):
+    """The entries that make job a tree leaf of @parent (a dict: ip,
+    udp_port, mac, switch_port, job, rank, session; session 0: not joined,
+    partials wait)."""
+    members = (1 << nmembers) - 1
+    if parent['session'] == 0:
+        return ['table_add %s.uplink %s.leaf_down %d =>' % (ING, ING, job)]
+    return ['table_add %s.uplink %s.leaf_up %d => %d' % (ING, ING, job, parent['switch_port']),
+            'table_add %s.parent %s.from_parent %s %d 0 %d 0x%08x => %d 0x%08x 0x%08x %d'
+            % (ING, ING, parent['ip'], parent['udp_port'], parent['job'], parent['session'],
+               job, session, members, mgid),
+            'table_add %s.parent_addr %s.set_parent %d => %s %s %d %d %d 0x%08x'
+            % (EGR, EGR, job, parent['mac'], parent['ip'], parent['udp_port'], parent['job'],
+               parent['rank'], parent['session'])]
+
+
 def commands(job, token, members, agg_ip, agg_mac, pool_size, elems, pool_base=0,
-             lane_base=None, mgid=None, first_node=0, cpu_port=None, member_base=0):
+             lane_base=None, mgid=None, first_node=0, cpu_port=None, member_base=0,
+             parent=None):
     ranks = sorted(m['rank'] for m in members)
     if ranks != list(range(len(members))) or not 1 <= len(members) <= MAX_WORKERS:
         raise ValueError('members must be ranks 0..N-1 once each, N <= %d' % MAX_WORKERS)
@@ -104,6 +141,9 @@ def commands(job, token, members, agg_ip, agg_mac, pool_size, elems, pool_base=0
             out.append('register_write %s.set_seq %d 0' % (ING, 2 * pool_index + s))
             out.append('register_write %s.set_bitmap %d 0' % (ING, 2 * pool_index + s))
             out.append('register_write %s.max_exp %d 0' % (ING, 2 * pool_index + s))
+            out.append('register_write %s.set_partial %d 0' % (ING, 2 * pool_index + s))
+    if parent is not None:
+        out += leaf_commands(job, token, len(members), mgid, parent)
     # One node per member, RID = rank; node handles are numbered from 0 in
     # a fresh simple_switch, in creation order.
     out.append('mc_mgrp_create %d' % mgid)
@@ -133,6 +173,9 @@ def main():
     ap.add_argument('--first-node-handle', type=int, default=0,
                     help='handle simple_switch gives the first node created here')
     ap.add_argument('--cpu-port', type=int, help='port control messages are sent to')
+    ap.add_argument('--parent', type=parse_parent,
+                    help='IP[:UDP_PORT],MAC,SWITCH_PORT,JOB,RANK,SESSION: the job is a tree '
+                    'leaf of this parent')
     ap.add_argument('--manifest', help='vectors.json of the conformance vectors')
     ap.add_argument('--scenario', help='scenario of --manifest')
     ap.add_argument('--port', type=int,
@@ -153,6 +196,10 @@ def main():
             for m in args.member:
                 m['switch_port'] = args.port
         args.pool_size, args.elems = j['pool_size'], j['elems']
+        if 'parent' in sc:
+            args.parent = dict(sc['parent'])
+            if args.port is not None:
+                args.parent['switch_port'] = args.port
         agg_ip, agg_mac = man['aggregator']['ip'], man['aggregator']['mac']
     else:
         if args.job is None or args.token is None or not args.member or not args.aggregator:
@@ -161,7 +208,8 @@ def main():
     try:
         lines = commands(args.job, args.token, args.member, agg_ip, agg_mac, args.pool_size,
                          args.elems, args.pool_base, args.lane_base, args.mgid,
-                         args.first_node_handle, args.cpu_port, args.member_base)
+                         args.first_node_handle, args.cpu_port, args.member_base,
+                         args.parent)
     except ValueError as e:
         ap.error(str(e))
     print('\n'.join(lines))

@@ -16,6 +16,12 @@
  *   - RESULT copies: standard_metadata.mcast_grp = the job's group, one PRE
  *     node per member with RID = rank; egress rewrites each copy by
  *     egress_rid. Replays go back out of the ingress port.
+ *   - a job with an uplink entry is a tree leaf (docs/protocol.md,
+ *     "Aggregation trees"): a set that completes becomes PARTIAL and its
+ *     lanes go to the parent as one CONTRIB, rewritten in egress by
+ *     parent_addr; the parent's RESULT (the parent table: its address,
+ *     job and session) completes the PARTIAL set of its seq and is
+ *     multicast to the members as theirs.
  *
  * Tables and groups are set up by gen_commands.py (simple_switch_CLI).
  * Build: p4c --target bmv2 --arch v1model -o out inca_v1model.p4
@@ -72,6 +78,12 @@ struct v1_md_t {
 	bit<16> rank;       /* egress: member this copy goes to */
 	bit<1> is_result;
 	bit<1> is_replay;
+	bit<1> is_partial;  /* a leaf's partial to its parent */
+	bit<1> from_parent; /* a RESULT to the aggregator: a parent's, or dropped */
+	bit<1> leaf;        /* the job is a tree leaf (uplink hit) */
+	bit<1> up;          /* ... and holds a parent session: partials may go */
+	bit<9> up_port;
+	bit<1> partial;     /* the set's PARTIAL bit, as it ends this pass */
 	bit<1> flood;
 	bit<9> in_port;
 	bit<12> vid;        /* ingress: the frame's VLAN; egress: the member's */
@@ -127,11 +139,14 @@ parser IncaParser(packet_in pkt,
 		}
 	}
 
+	/* CONTRIBs, and RESULTs, which a leaf takes from its parent. */
 	state parse_inca {
 		pkt.extract(hdr.inca);
 		transition select(hdr.inca.type, hdr.inca.count) {
 			(INCA_MSG_CONTRIB, INCA_PAYLOAD_SMALL): parse_small;
 			(INCA_MSG_CONTRIB, INCA_PAYLOAD_LARGE): parse_large;
+			(INCA_MSG_RESULT, INCA_PAYLOAD_SMALL): parse_small;
+			(INCA_MSG_RESULT, INCA_PAYLOAD_LARGE): parse_large;
 			default: accept;
 		}
 	}
@@ -202,6 +217,8 @@ control IncaIngress(inout v1_headers_t hdr,
 	register<bit<32>>(V1_NUM_SETS) set_seq;
 	register<bit<32>>(V1_NUM_SETS) set_bitmap;
 	register<bit<16>>(V1_NUM_SETS) max_exp;
+	/* Tree leaf: every member counted, the parent's RESULT awaited. */
+	register<bit<1>>(V1_NUM_SETS) set_partial;
 	register<bit<32>>(V1_ACC_WORDS) acc;
 
 	counter(INCA_DROP_REASONS, CounterType.packets) drops;
@@ -318,6 +335,65 @@ control IncaIngress(inout v1_headers_t hdr,
 		size = INCA_MAX_MEMBERS;
 	}
 
+	/*
+	 * A job that is a tree leaf: its partials go out of @port to the
+	 * parent (egress parent_addr writes the parent's address, job, rank
+	 * and session). leaf_down: a leaf without a parent session, whose
+	 * completed partials wait for its members' retransmissions.
+	 */
+	action leaf_up(bit<9> port) {
+		meta.leaf = 1;
+		meta.up = 1;
+		meta.up_port = port;
+	}
+
+	action leaf_down() {
+		meta.leaf = 1;
+	}
+
+	table uplink {
+		key = {
+			hdr.inca.job : exact;
+		}
+		actions = {
+			leaf_up;
+			leaf_down;
+			NoAction;
+		}
+		default_action = NoAction();
+		size = INCA_MAX_JOBS;
+	}
+
+	/*
+	 * A leaf's parent: its RESULTs, from its address and port, in its job
+	 * and session, are the leaf job's; they are rewritten into the leaf
+	 * job and the leaf's own session, for its members.
+	 */
+	action from_parent(bit<16> leaf_job, bit<32> session, bit<32> members, bit<16> mgid) {
+		meta.job_ok = 1;
+		meta.member_ok = 1;
+		hdr.inca.job = leaf_job;
+		hdr.inca.token = session;
+		meta.members = members;
+		meta.mgid = mgid;
+	}
+
+	table parent {
+		key = {
+			hdr.ipv4.src_addr : exact;
+			hdr.udp.src_port : exact;
+			meta.vid : exact;
+			hdr.inca.job : exact;
+			hdr.inca.token : exact;
+		}
+		actions = {
+			from_parent;
+			NoAction;
+		}
+		default_action = NoAction();
+		size = INCA_MAX_JOBS;
+	}
+
 	action slot_entry(bit<32> pool_index, bit<32> lane_base) {
 		meta.slot_ok = 1;
 		meta.pool_index = pool_index;
@@ -378,6 +454,7 @@ control IncaIngress(inout v1_headers_t hdr,
 	apply {
 		bit<32> sq;
 		bit<32> bm;
+		bit<1> pt;
 
 		meta.in_port = sm.ingress_port;
 		if (sm.parser_error != error.NoError) {
@@ -388,6 +465,9 @@ control IncaIngress(inout v1_headers_t hdr,
 					meta.reason = INCA_DROP_IP_CSUM;
 				} else if (hdr.inca.type == INCA_MSG_CONTRIB) {
 					meta.admit = 1;
+				} else if (hdr.inca.type == INCA_MSG_RESULT) {
+					meta.admit = 1;
+					meta.from_parent = 1;
 				} else {
 					cpu.apply();
 				}
@@ -400,11 +480,19 @@ control IncaIngress(inout v1_headers_t hdr,
 
 		if (meta.admit == 1) {
 			classify.apply();
-			job.apply();
-			member.apply();
+			if (meta.from_parent == 1) {
+				/* Rewrites the job: the lookups below are the leaf's. */
+				parent.apply();
+			} else {
+				job.apply();
+				member.apply();
+			}
+			uplink.apply();
 			slot_map.apply();
 			if (meta.cls == INCA_CLASS_NONE) {
 				meta.reason = INCA_DROP_BAD_MSG;
+			} else if (meta.from_parent == 1 && (meta.job_ok == 0 || meta.leaf == 0)) {
+				meta.reason = INCA_DROP_PARENT_STALE;
 			} else if (meta.job_ok == 0) {
 				meta.reason = INCA_DROP_BAD_TOKEN;
 			} else if (meta.member_ok == 0) {
@@ -429,7 +517,27 @@ control IncaIngress(inout v1_headers_t hdr,
 			meta.seq1 = hdr.inca.seq + 1;
 			set_seq.read(sq, meta.set_index);
 			set_bitmap.read(bm, meta.set_index);
-			if (sq == meta.seq1) {
+			set_partial.read(pt, meta.set_index);
+			max_exp.read(meta.exp_acc, meta.set_index);
+			if (meta.from_parent == 1) {
+				/*
+				 * The parent's RESULT for the PARTIAL set of its seq
+				 * is the final sum: written over the partial, with
+				 * the parent's exp, and the set is COMPLETE. Any
+				 * other (a duplicate, a replay nobody waits for, a
+				 * late copy) changes nothing.
+				 */
+				if (sq == meta.seq1 && bm == meta.members && pt == 1) {
+					meta.before = bm;
+					meta.exp_acc = meta.exp_in;
+					meta.lane_op = INCA_LANE_WRITE;
+					meta.verdict = INCA_V_COMPLETE;
+					pt = 0;
+				} else {
+					meta.before = INCA_STATE_STALE;
+					meta.reason = INCA_DROP_PARENT_STALE;
+				}
+			} else if (sq == meta.seq1) {
 				meta.before = bm;
 				bm = bm | meta.rank_bit;
 			} else if ((int<32>)(sq - meta.seq1) < 0) {
@@ -441,21 +549,28 @@ control IncaIngress(inout v1_headers_t hdr,
 			}
 			set_seq.write(meta.set_index, sq);
 			set_bitmap.write(meta.set_index, bm);
-			max_exp.read(meta.exp_acc, meta.set_index);
 
-			if (meta.before == INCA_STATE_STALE) {
+			if (meta.from_parent == 1) {
+				/* Decided above. */
+			} else if (meta.before == INCA_STATE_STALE) {
 				meta.reason = INCA_DROP_STALE;
 			} else if (meta.before == 0) {
 				/* First contribution of a use of this set. */
 				meta.exp_acc = meta.exp_in;
 				meta.lane_op = INCA_LANE_WRITE;
+				pt = 0;
 			} else if ((meta.before & meta.rank_bit) != 0) {
 				/* Already counted: look, change nothing. */
-				if (meta.before == meta.members) {
-					meta.verdict = INCA_V_REPLAY;
+				if (meta.before != meta.members) {
+					meta.reason = INCA_DROP_DUPLICATE;
+				} else if (pt == 1) {
+					/* A leaf's member waits: the parent counts the
+					 * partial again or replays its RESULT. */
+					meta.verdict = INCA_V_RESEND;
 					meta.lane_op = V1_LANE_READ;
 				} else {
-					meta.reason = INCA_DROP_DUPLICATE;
+					meta.verdict = INCA_V_REPLAY;
+					meta.lane_op = V1_LANE_READ;
 				}
 			} else {
 				if (meta.exp_in > meta.exp_acc) {
@@ -463,14 +578,21 @@ control IncaIngress(inout v1_headers_t hdr,
 				}
 				meta.lane_op = INCA_LANE_ADD;
 			}
-			if (meta.lane_op == INCA_LANE_WRITE || meta.lane_op == INCA_LANE_ADD) {
-				if ((meta.before | meta.rank_bit) == meta.members) {
-					meta.verdict = INCA_V_COMPLETE;
-				} else {
+			if (meta.from_parent == 0 &&
+			    (meta.lane_op == INCA_LANE_WRITE || meta.lane_op == INCA_LANE_ADD)) {
+				if ((meta.before | meta.rank_bit) != meta.members) {
 					meta.verdict = INCA_V_PENDING;
+				} else if (meta.leaf == 1) {
+					meta.verdict = INCA_V_PARTIAL;
+					pt = 1;
+				} else {
+					meta.verdict = INCA_V_COMPLETE;
 				}
 			}
-			max_exp.write(meta.set_index, meta.exp_acc);
+			set_partial.write(meta.set_index, pt);
+			if (meta.reason == INCA_DROP_NONE) {
+				max_exp.write(meta.set_index, meta.exp_acc);
+			}
 
 			if (meta.cls == INCA_CLASS_SMALL) {
 				meta.lane_idx0 = meta.lane_base | (bit<32>)meta.set;
@@ -493,6 +615,28 @@ control IncaIngress(inout v1_headers_t hdr,
 			if (meta.reason == INCA_DROP_NONE) {
 				if (meta.verdict == INCA_V_PENDING) {
 					meta.reason = INCA_DROP_CONSUMED;
+				} else if (meta.verdict == INCA_V_PARTIAL ||
+					   meta.verdict == INCA_V_RESEND) {
+					/*
+					 * The set's lanes as this leaf's CONTRIB in
+					 * the parent's job: same slot, flags, seq,
+					 * offset and count, exp the maximum, RETX on
+					 * a resend. Without a parent session it waits
+					 * for the members' next retransmission.
+					 */
+					if (meta.up == 0) {
+						meta.reason = INCA_DROP_UPLINK_WAIT;
+					} else {
+						hdr.inca.bitmap = 0;
+						hdr.inca.exp = (int<8>)(meta.exp_acc[7:0] ^ 8w0x80);
+						if (meta.verdict == INCA_V_RESEND) {
+							hdr.inca.flags[1:1] = 1w1;
+						} else {
+							hdr.inca.flags[1:1] = 1w0;
+						}
+						sm.egress_spec = meta.up_port;
+						meta.is_partial = 1;
+					}
 				} else {
 					hdr.inca.type = INCA_MSG_RESULT;
 					hdr.inca.bitmap = meta.members;
@@ -544,6 +688,31 @@ control IncaEgress(inout v1_headers_t hdr,
 		size = INCA_MAX_MEMBERS;
 	}
 
+	/* A leaf's parent: where its partials go, as which member, in which
+	 * session (the control plane rewrites it at each parent JOIN_ACK). */
+	action set_parent(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port,
+			  bit<16> parent_job, bit<16> rank, bit<32> session) {
+		meta.vid = 0;
+		hdr.ethernet.dst_addr = mac;
+		hdr.ipv4.dst_addr = ip;
+		hdr.udp.dst_port = udp_port;
+		hdr.inca.job = parent_job;
+		hdr.inca.rank = rank;
+		hdr.inca.token = session;
+	}
+
+	table parent_addr {
+		key = {
+			hdr.inca.job : exact;
+		}
+		actions = {
+			set_parent;
+			NoAction;
+		}
+		default_action = NoAction();
+		size = INCA_MAX_JOBS;
+	}
+
 	action set_source(mac_addr_t mac, ipv4_addr_t ip, bit<16> udp_port) {
 		hdr.ethernet.src_addr = mac;
 		hdr.ipv4.src_addr = ip;
@@ -558,13 +727,20 @@ control IncaEgress(inout v1_headers_t hdr,
 	}
 
 	apply {
-		if (meta.is_result == 1 || meta.is_replay == 1) {
+		bool addr_ok = false;
+
+		if (meta.is_partial == 1) {
+			addr_ok = parent_addr.apply().hit;
+		} else if (meta.is_result == 1 || meta.is_replay == 1) {
 			if (meta.is_result == 1) {
 				meta.rank = sm.egress_rid;
 			}
-			if (member_addr.apply().hit) {
+			addr_ok = member_addr.apply().hit;
+			hdr.inca.rank = meta.rank;
+		}
+		if (meta.is_result == 1 || meta.is_replay == 1 || meta.is_partial == 1) {
+			if (addr_ok) {
 				aggregator.apply();
-				hdr.inca.rank = meta.rank;
 				hdr.ipv4.tos = 0;
 				hdr.ipv4.identification = 0;
 				hdr.ipv4.flags = 3w2;  /* DF */
@@ -598,7 +774,8 @@ control IncaEgress(inout v1_headers_t hdr,
 control IncaComputeChecksum(inout v1_headers_t hdr, inout v1_md_t meta)
 {
 	apply {
-		update_checksum(hdr.ipv4.isValid() && (meta.is_result == 1 || meta.is_replay == 1),
+		update_checksum(hdr.ipv4.isValid() &&
+				(meta.is_result == 1 || meta.is_replay == 1 || meta.is_partial == 1),
 				{ hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.tos,
 				  hdr.ipv4.total_len, hdr.ipv4.identification,
 				  hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,

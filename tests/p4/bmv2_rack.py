@@ -15,8 +15,14 @@ the switch counted CONTRIBs of every member (member_rx) and consumed some
 (drop reason CONSUMED); then a worker LEAVEs (inca-bench exits) and joins
 again under a new session for a second verified run.
 
+With --incad, a second rack makes the switch a tree leaf (docs/protocol.md,
+"Aggregation trees"): a real incad in its own namespace behind switch port
+10 is the root, whose job has the switch as its one member; switch_ctl.py
+joins it as the leaf's rank 0 and the workers' verified allreduce goes
+through both levels (the switch's partials up, incad's RESULTs down).
+
     bmv2_rack.py --json inca_v1model.json --simple-switch PATH --cli PATH \\
-        --bench build/tools/inca-bench [--workers 2]
+        --bench build/tools/inca-bench [--workers 2] [--incad build/daemon/incad]
 
 Needs root. Namespaces, interfaces and processes go however the run ends.
 """
@@ -43,13 +49,16 @@ DROP_CONSUMED = 9          # INCA_DROP_CONSUMED of headers.p4
 EVICT_MS = 3000
 JOB_KEY = bytes(range(0xa0, 0xc0))
 DYN_JOB = 12
+ROOT_IP, ROOT_MAC, ROOT_PORT = '10.78.0.100', '02:00:00:00:dd:00', 10
+ROOT_JOB, ROOT_TOKEN, ROOT_EVICT_MS = 70, 0x524F4F54, 2000
 
 
 class Rack(Rig):
-    def __init__(self, args):
+    def __init__(self, args, leaf=False):
         super().__init__()
         self.args = args
-        tag = 'p4r%d' % (os.getpid() % 100000)
+        self.leaf = leaf            # the switch is a tree leaf of an incad root
+        tag = 'p4%s%d' % ('l' if leaf else 'r', os.getpid() % 100000)
         self.sw_ns = tag + 's'
         self.wk_ns = ['%sw%d' % (tag, i) for i in range(args.workers)]
         self.tmp = tempfile.mkdtemp(prefix='inca-bmv2-rack-')
@@ -73,6 +82,8 @@ class Rack(Rig):
             sh(*w, 'ip', 'addr', 'add', '10.78.0.%d/24' % (10 + i), 'dev', 'eth0')
             sh(*w, 'ip', 'link', 'set', 'eth0', 'up')
             sh(*w, 'ip', 'link', 'set', 'lo', 'up')
+        if self.leaf:
+            ports += self.setup_root(sw)
         sh(*sw, 'sysctl', '-qw', 'net.ipv6.conf.all.disable_ipv6=1')
         for i in ['cpu0', 'cpu1'] + ['swp%d' % (i + 1) for i in range(len(self.wk_ns))]:
             sh(*sw, 'ip', 'link', 'set', i, 'up')
@@ -87,6 +98,11 @@ class Rack(Rig):
                           'pool_size': 32, 'window': 32, 'elems': 64}],
                 'dynamic': {'job_ids': [10, 19], 'job_key': JOB_KEY.hex(), 'pool_size': 16,
                             'slots': [32, 64], 'member_base': 32}}
+        if self.leaf:
+            conf['jobs'][0]['parent'] = {'ip': ROOT_IP, 'mac': ROOT_MAC, 'port': ROOT_PORT,
+                                         'job': ROOT_JOB, 'token': ROOT_TOKEN, 'rank': 0,
+                                         'nworkers': 1}
+            del conf['dynamic']
         path = os.path.join(self.tmp, 'ctl.json')
         with open(path, 'w') as f:
             json.dump(conf, f)
@@ -95,6 +111,44 @@ class Rack(Rig):
                                                 self.bmv2_python()],
                               os.path.join(self.tmp, 'switch_ctl.log'))
         self.wait_ready()
+
+    def setup_root(self, sw):
+        """The root: incad on an af_packet port behind switch port 10, with
+        a static job of one member (the switch) and the leaf's pool."""
+        ns = self.sw_ns[:-1] + 'root'
+        ex = self.netns(ns)
+        sh(*self.ex(self.sw_ns), 'ip', 'link', 'add', 'swp%d' % ROOT_PORT, 'type', 'veth',
+           'peer', 'name', 'v0', 'netns', ns)
+        sh(*ex, 'sysctl', '-qw', 'net.ipv6.conf.all.disable_ipv6=1')
+        sh(*ex, 'ip', 'link', 'set', 'v0', 'address', ROOT_MAC)
+        sh(*ex, 'ip', 'link', 'set', 'v0', 'up')
+        sh(*ex, 'ip', 'link', 'set', 'lo', 'up')
+        sh(*self.ex(self.sw_ns), 'ip', 'link', 'set', 'swp%d' % ROOT_PORT, 'up')
+        conf = os.path.join(self.tmp, 'root.conf')
+        with open(conf, 'w') as f:
+            f.write('''mode = "aggregator";
+idle = { policy = "adaptive"; max_sleep_us = 100; };
+aggregation = { pool_size = 32; max_elems = 64; window = 32; max_slots = 64; };
+timeouts = { heartbeat_ms = 500; evict_ms = %d; };
+ports = ( { name = "p0"; devargs = "net_af_packet0,iface=v0"; ipv4 = "%s/24"; } );
+tenants = ( { name = "t"; token = 0x%x; job_ids = [%d, %d]; dynamic_jobs = false; } );
+jobs = ( { id = %d; tenant = "t"; nworkers = 1; pool_size = 32; max_elems = 64;
+           window = 32; dtypes = ["int32"]; ops = ["sum"]; } );
+''' % (ROOT_EVICT_MS, ROOT_IP, ROOT_TOKEN, ROOT_JOB, ROOT_JOB, ROOT_JOB))
+        self.root = self.start('incad', ex + [self.args.incad, '--no-huge', '-m', '256',
+                                              '--no-pci', '--file-prefix', ns, '-l', '0', '--',
+                                              '-c', conf],
+                               os.path.join(self.tmp, 'incad.log'))
+        return ['-i', '%d@swp%d' % (ROOT_PORT, ROOT_PORT)]
+
+    def wait_leaf_up(self, timeout=30):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if 'joined parent job' in self.tail(self.ctl, 100000):
+                return
+            time.sleep(0.1)
+        raise RuntimeError('the switch did not join the incad root: %s\nincad: %s'
+                           % (self.tail(self.ctl), self.tail(self.root)))
 
     @staticmethod
     def mac(i):
@@ -189,6 +243,26 @@ def check_run(rack, what, sizes, fails, **kw):
         print('  %8d bytes  median %9.1f us' % (r['bytes'], r['median_us']))
 
 
+def leaf_case(args, fails):
+    """The switch as a tree leaf under a real incad root."""
+    try:
+        with Rack(args, leaf=True) as rack:
+            rack.wait_leaf_up()
+            check_run(rack, 'leaf under an incad root', '256,1000,65536', fails)
+            partials = rack.counter('IncaIngress.drops', DROP_CONSUMED)
+            log = rack.tail(rack.ctl, 100000)
+            print('leaf: %s; %d contributions consumed at the leaf'
+                  % ([ln for ln in log.splitlines() if 'joined parent' in ln][-1:],
+                     partials))
+            if partials == 0:
+                fails.append('leaf: the switch consumed no contribution')
+            if 'lost' in log:
+                fails.append('leaf: the parent session was lost: %s' % log[-800:])
+    except (RuntimeError, subprocess.CalledProcessError) as e:
+        fails.append('leaf: ' + str(e) + (' ' + e.stdout if getattr(e, 'stdout', None)
+                                          else ''))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--json', required=True)
@@ -197,6 +271,8 @@ def main():
     ap.add_argument('--bench', required=True)
     ap.add_argument('--workers', type=int, default=2)
     ap.add_argument('--timeout', type=int, default=240, help='seconds per inca-bench run')
+    ap.add_argument('--incad', help='incad: also run the switch as a leaf of an incad root')
+    ap.add_argument('--only-leaf', action='store_true', help=argparse.SUPPRESS)
     args = ap.parse_args()
     if os.geteuid() != 0:
         print('bmv2_rack.py needs root')
@@ -204,6 +280,12 @@ def main():
     fails = []
     # 1000 bytes = 250 elements: padded to the 64-element class.
     sizes = '256,1000,4096,65536'
+    if args.incad:
+        leaf_case(args, fails)
+    if args.only_leaf:
+        for f in fails:
+            print('FAIL: ' + f)
+        return 1 if fails else 0
     try:
         with Rack(args) as rack:
             check_run(rack, 'first run', sizes, fails)

@@ -210,6 +210,15 @@ def check_bfrt(fail, p4_dir, vectors, scenario):
     homes = [kw for path, _, kw in log if path[-1:] == ('add_with_job_home',)]
     fail.expect(homes and homes[0].get('members') == (1 << n) - 1,
                 'bfrt: job_home does not carry the bitmap of all n members')
+    # A tree leaf: its uplink, its parent's RESULTs, its partials' address.
+    leaf = 1 if 'parent' in sc else 0
+    for entry in (('uplink', 'leaf_up'), ('parent', 'from_parent'),
+                  ('parent_addr', 'set_parent')):
+        fail.expect(counts.get(entry, 0) == leaf, 'bfrt: %s %s entries for %d leaf jobs'
+                    % (counts.get(entry, 0), '/'.join(entry), leaf))
+    zeroed = {path[4] for path, _, _ in log if path[-1:] == ('mod',)}
+    fail.expect(zeroed == {'set_seq', 'set_bitmap', 'remaining', 'set_partial', 'max_exp'},
+                'bfrt: registers zeroed: %s' % sorted(zeroed))
 
 
 def load_module(name, path):
@@ -234,7 +243,7 @@ def check_cli(fail, p4_dir, vectors, scenario):
     man, sc = scenario_of(vectors, scenario)
     j, agg = sc['job'], man['aggregator']
     lines = gen.commands(j['id'], j['token'], sc['members'], agg['ip'], agg['mac'],
-                         j['pool_size'], j['elems'])
+                         j['pool_size'], j['elems'], parent=sc.get('parent'))
     counts = {}
     rids = []
     for line in lines:
@@ -276,6 +285,10 @@ def check_cli(fail, p4_dir, vectors, scenario):
                 'CLI: member entries do not match the %d ranks' % n)
     fail.expect(counts.get('slot_map') == j['pool_size'], 'CLI: slot entries != pool size')
     fail.expect(sorted(rids) == list(range(n)), 'CLI: multicast node RIDs are not the ranks')
+    leaf = 1 if 'parent' in sc else 0
+    fail.expect([counts.get(t, 0) for t in ('uplink', 'parent', 'parent_addr')] == [leaf] * 3,
+                'CLI: leaf entries (uplink, parent, parent_addr) do not match a %s job'
+                % ('leaf' if leaf else 'root'))
 
 
 class FakeSock:
@@ -365,7 +378,7 @@ def main():
     ap.add_argument('--vectors', required=True)
     args = ap.parse_args()
     fail = Failures()
-    for scenario in ('sum2', 'sum4_bfp', 'sum2_large'):
+    for scenario in ('sum2', 'sum4_bfp', 'sum2_large', 'leaf_partial'):
         check_bfrt(fail, args.p4_dir, args.vectors, scenario)
         check_cli(fail, args.p4_dir, args.vectors, scenario)
     check_tofino_ctl(fail, args.p4_dir, args.vectors, 'sum2')

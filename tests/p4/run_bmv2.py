@@ -156,8 +156,10 @@ def run_scenario(args, gen, rv, manifest, sc, tag):
     agg = manifest['aggregator']
     j = sc['job']
     members = [dict(m, switch_port=SWITCH_PORT) for m in sc['members']]
+    # A tree leaf's parent is behind port 1 too: one port keeps the order.
+    parent = dict(sc['parent'], switch_port=SWITCH_PORT) if 'parent' in sc else None
     cmds = gen.commands(j['id'], j.get('session') or j['token'], members, agg['ip'],
-                        agg['mac'], j['pool_size'], j['elems'])
+                        agg['mac'], j['pool_size'], j['elems'], parent=parent)
     cmds.append('table_add IncaIngress.l2 IncaIngress.l2_forward %s => %d'
                 % (MARKER_MAC, SWITCH_PORT))
     with tempfile.TemporaryDirectory(prefix='inca-bmv2-') as tmp, Switch(args, tag) as sw:

@@ -11,6 +11,9 @@ aggregator under test. Scenarios in the Tofino subset (int32 SUM, 64 or 256
 elements, static membership, no control messages) also get NAME.p4in.pcap
 and NAME.p4out.pcap: the same frames without the JOIN exchange, for a
 switch whose control plane installs the members (p4-reference/README.md).
+A scenario only a switch can replay (leaf_partial: a tree leaf, which incad
+only becomes by joining its parent itself, over time) has only those two,
+and "incad": false in vectors.json.
 
 Everything here is written from docs/protocol.md: message layouts, the slot
 and shadow-set rules, and the expected sums, which are computed from the
@@ -68,6 +71,9 @@ bind_layers(BTH, DETH, opcode=UD_SEND_ONLY)
 # ---- The test network ----
 
 AGG = {'ip': '10.77.0.1', 'mac': '02:00:00:00:aa:00', 'udp_port': INCA_PORT}
+# The parent aggregator of a tree leaf (docs/protocol.md, "Aggregation trees").
+PARENT = {'ip': '10.77.0.100', 'mac': '02:00:00:00:cc:00', 'udp_port': INCA_PORT,
+          'switch_port': 1}
 # The aggregator's queue pair and Q_Key for RoCE members (incad: roce.qpn,
 # roce.qkey; the runner configures them).
 AGG_ROCE = {'qpn': 0x00494E, 'qkey': 0x494E4341}
@@ -157,10 +163,13 @@ class Scenario:
     """A job, the frames its workers send and what the aggregator must send."""
 
     def __init__(self, name, title, tofino, nworkers, pool_size, window, elems, job=7,
-                 token=0xC0FFEE01, roce_ranks=()):
+                 token=0xC0FFEE01, roce_ranks=(), incad=True):
         self.name = name
         self.title = title
         self.tofino = tofino
+        self.incad = incad    # False: only a switch can replay it (no in/out pcaps)
+        self.parent = None    # a tree leaf's parent (leaf())
+        self.final = {}       # chunk k -> (sums, exp) of the parent's RESULT
         self.job = {'id': job, 'token': token, 'nworkers': nworkers,
                     'pool_size': pool_size, 'window': window, 'max_elems': 256,
                     'elems': elems, 'session_seed': SESSION_SEED,
@@ -266,14 +275,19 @@ class Scenario:
                                    m['udp_port'], payload, m['vlan']), by in ('both', 'incad'),
                              by in ('both', 'switch')))
 
-    def result(self, k, to=None, replay=False, by='both'):
-        """The RESULT of chunk k: the wrapped sum of what was counted, to
-        every member (complete) or to one rank (replay, with RETX); by as
-        for expect_frame."""
+    def sums(self, k):
+        """(wrapped sums, maximum exp) of what was counted for chunk k."""
         j, got = self.job, self.counted[k]
         assert len(got) == j['nworkers'], 'chunk %d is not complete' % k
-        sums = [s32(sum(v[i] for v, _ in got.values())) for i in range(j['elems'])]
-        exp = max(e for _, e in got.values())
+        return ([s32(sum(v[i] for v, _ in got.values())) for i in range(j['elems'])],
+                max(e for _, e in got.values()))
+
+    def result(self, k, to=None, replay=False, by='both'):
+        """The RESULT of chunk k: the wrapped sum of what was counted (on a
+        tree leaf: the parent's sum), to every member (complete) or to one
+        rank (replay, with RETX); by as for expect_frame."""
+        j, got = self.job, self.counted[k]
+        sums, exp = self.final[k] if k in self.final else self.sums(k)
         bitmap = sum(1 << r for r in got)
         flags = self.flags[k] | (F_RETX if replay else 0)
         body = struct.pack('!%di' % len(sums), *sums)
@@ -281,6 +295,57 @@ class Scenario:
             h = hdr(RESULT, j['id'], r, j['session'], slot=self.slot(k), flags=flags, exp=exp,
                     seq=k, offset=k * j['elems'], count=j['elems'], bitmap=bitmap)
             self.expect_frame(r, h + body, by)
+
+    # -- a tree leaf (docs/protocol.md, "Aggregation trees") --
+
+    def leaf(self, job, rank, nworkers, token):
+        """Make the aggregator a leaf: rank @rank of job @job (of @nworkers
+        leaves, job token @token) at the parent PARENT, joined in the
+        parent's first incarnation."""
+        self.parent = dict(PARENT, job=job, rank=rank, nworkers=nworkers, token=token,
+                           session=session_token(job, 1, token))
+
+    def partial(self, k, retx=False, by='switch'):
+        """The leaf's partial of chunk k to its parent: one CONTRIB in the
+        parent's job as the leaf's rank, under the parent's session, with
+        the chunk's slot, flags, seq, offset and count, exp = the maximum."""
+        p, j = self.parent, self.job
+        sums, exp = self.sums(k)
+        h = hdr(CONTRIB, p['job'], p['rank'], p['session'], slot=self.slot(k),
+                flags=self.flags[k] | (F_RETX if retx else 0), exp=exp, seq=k,
+                offset=k * j['elems'], count=j['elems'])
+        body = struct.pack('!%di' % len(sums), *sums)
+        self.outputs.append((frame(AGG['mac'], p['mac'], AGG['ip'], p['ip'], INCA_PORT,
+                                   p['udp_port'], h + body), by in ('both', 'incad'),
+                             by in ('both', 'switch')))
+
+    def parent_result(self, k, seq=None, token=None, retx=False, other_exp=0,
+                      counted=True):
+        """The parent's RESULT of chunk k to this leaf: its partial plus
+        another leaf's (made up here), exp the maximum of both. counted: the
+        leaf must take it (its set of k is PARTIAL); else it is a copy the
+        leaf drops (a duplicate, another seq or session, a set not
+        PARTIAL). seq, token: to forge a stale one."""
+        p, j = self.parent, self.job
+        other = self.values()
+        if len(self.counted.get(k, {})) == j['nworkers']:
+            mine, exp = self.sums(k)
+            flags = self.flags[k]
+        else:
+            mine, exp, flags = [0] * j['elems'], 0, self.set_flag(k)
+        sums = [s32(a + b) for a, b in zip(mine, other)]
+        exp = max(exp, other_exp)
+        if counted:
+            assert k not in self.final, 'chunk %d completed twice' % k
+            self.final[k] = (sums, exp)
+        seq = k if seq is None else seq
+        h = hdr(RESULT, p['job'], p['rank'], p['session'] if token is None else token,
+                slot=self.slot(k), flags=flags | (F_RETX if retx else 0), exp=exp, seq=seq,
+                offset=k * j['elems'], count=j['elems'],
+                bitmap=(1 << p['nworkers']) - 1)
+        self.inputs.append((frame(p['mac'], AGG['mac'], p['ip'], AGG['ip'], p['udp_port'],
+                                  INCA_PORT, h + struct.pack('!%di' % len(sums), *sums)),
+                            True))
 
     def leave(self, rank, token=None):
         """LEAVE with the session (or @token) and its LEAVE_ACK; a LEAVE of a
@@ -303,7 +368,8 @@ class Scenario:
                                   reason=reason), 'incad')
 
     def manifest(self):
-        files = {'in': self.name + '.in.pcap', 'out': self.name + '.out.pcap'}
+        files = {'in': self.name + '.in.pcap', 'out': self.name + '.out.pcap'} \
+            if self.incad else {}
         if self.tofino:
             files.update({'p4_in': self.name + '.p4in.pcap',
                           'p4_out': self.name + '.p4out.pcap'})
@@ -312,6 +378,10 @@ class Scenario:
              'files': files, 'ignore': self.ignore}
         if self.roce:
             d['roce'] = AGG_ROCE
+        if not self.incad:
+            d['incad'] = False
+        if self.parent:
+            d['parent'] = self.parent
         return d
 
 
@@ -637,9 +707,51 @@ def roce_replay():
     return s
 
 
+def leaf_partial():
+    s = Scenario('leaf_partial', 'a switch as a tree leaf: a completed set is PARTIAL and '
+                 'goes to the parent as one CONTRIB; a member\'s retransmission resends '
+                 'it; the parent\'s RESULT completes the set and goes to every member; '
+                 'duplicate and stale parent RESULTs are dropped',
+                 tofino=True, nworkers=2, pool_size=4, window=4, elems=64, incad=False)
+    # incad is a leaf too, but it HELLOs and JOINs its parent itself, over
+    # its evict_ms, and answers its members' JOINs only once joined: a pcap
+    # replay cannot sequence that, so these frames are the switch's only
+    # (its control plane writes the parent session; incad's leaf runs in
+    # tests/unit/test_sim.c and tests/matrix/tree.py).
+    s.leaf(job=70, rank=1, nworkers=2, token=0xC0FFEE70)
+    p = s.job['pool_size']
+    v0 = s.contrib(0, 0)
+    v1 = s.contrib(1, 0)
+    s.partial(0)                    # PARTIAL: the members get nothing yet
+    s.contrib(1, 0, values=v1, flags=F_RETX, counted=False)
+    s.partial(0, retx=True)         # a member waits: the partial again
+    s.parent_result(0)
+    s.result(0)                     # the parent's sum, to every member
+    s.parent_result(0, retx=True, counted=False)    # the parent's replay: COMPLETE now
+    s.contrib(0, 0, values=v0, flags=F_RETX, counted=False)
+    s.result(0, to=0, replay=True)  # the final sum again
+    # BFP: the partial carries the leaf's maximum exp, the RESULT the tree's.
+    s.contrib(1, 1, exp=-3, flags=F_BFP)
+    s.contrib(0, 1, exp=4, flags=F_BFP)
+    s.partial(1)
+    s.parent_result(1, seq=1 + 2 * p, other_exp=9, counted=False)  # another use of the set
+    s.parent_result(1, token=session_token(70, 0, 0xC0FFEE70), other_exp=9,
+                    counted=False)  # another parent session
+    s.parent_result(1, other_exp=9)
+    s.result(1)
+    # A parent RESULT for a set still filling is dropped.
+    s.contrib(0, 2, flags=F_LAST)
+    s.parent_result(2, counted=False)
+    s.contrib(1, 2, flags=F_LAST)
+    s.partial(2)
+    s.parent_result(2)
+    s.result(2)
+    return s
+
+
 SCENARIOS = [join_static, sum2, sum4_bfp, sum2_large, replay, duplicate, wraparound,
              non_member, bad_token, late_copy, late_reuse, vlan_tagged, stale_session,
-             mismatch, roce_sum3, roce_replay]
+             mismatch, roce_sum3, roce_replay, leaf_partial]
 
 
 def write_pcap(path, frames):
@@ -655,9 +767,10 @@ def generate(out):
     manifest = {'aggregator': AGG, 'scenarios': []}
     for make in SCENARIOS:
         s = make()
-        write_pcap(os.path.join(out, s.name + '.in.pcap'), [f for f, _ in s.inputs])
-        write_pcap(os.path.join(out, s.name + '.out.pcap'),
-                   [f for f, incad, _ in s.outputs if incad])
+        if s.incad:
+            write_pcap(os.path.join(out, s.name + '.in.pcap'), [f for f, _ in s.inputs])
+            write_pcap(os.path.join(out, s.name + '.out.pcap'),
+                       [f for f, incad, _ in s.outputs if incad])
         if s.tofino:
             write_pcap(os.path.join(out, s.name + '.p4in.pcap'),
                        [f for f, t in s.inputs if t])

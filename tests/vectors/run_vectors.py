@@ -315,6 +315,11 @@ def main():
             ap.error('unknown scenario(s) %s; known: %s'
                      % (' '.join(sorted(unknown)), ' '.join(sorted(known))))
         scenarios = [s for s in scenarios if s['name'] in args.scenario]
+    # A switch-only scenario (a tree leaf: incad joins its parent itself,
+    # which a replayed pcap cannot sequence) has no incad files.
+    for sc in [s for s in scenarios if not s.get('incad', True)]:
+        print('SKIP %s: switch only (%s)' % (sc['name'], sc['title']))
+    scenarios = [s for s in scenarios if s.get('incad', True)]
 
     failed = 0
     for sc in scenarios:
