@@ -3,7 +3,7 @@
  */
 
 /*
- * INCA protocol v1 headers and constants for P4_16.
+ * INCA protocol v2 headers and constants for P4_16.
  *
  * The one definition of the wire format is lib/include/inca/wire.h; every
  * constant named INCA_* below mirrors the C macro or enum of the same name, and

@@ -3,13 +3,15 @@
  */
 
 /*
- * INCA aggregation for Tofino-1 (TNA): the Tofino subset of protocol v1.
+ * INCA aggregation for Tofino-1 (TNA): the Tofino subset of protocol v2.
  *
  *   - CONTRIB of int32 SUM (BFP allowed: exp = max of the contributions) with
  *     64 or 256 elements, IPv4 without options, to the aggregator's address
  *     and an INCA UDP port;
- *   - exactly-once by contributor bitmaps over two shadow sets per slot
- *     (rules 1, 2 without MISMATCH, 4 bit-based and 6; no seq checks);
+ *   - exactly-once by the seq of each set's use and its contributor bitmap
+ *     over two shadow sets per slot (docs/protocol.md, "Tofino subset":
+ *     stale chunks dropped, a newer seq starts a new use, no rule 6, no
+ *     MISMATCH);
  *   - RESULT multicast to the job's members, rewritten per copy in egress
  *     (rank, addresses, UDP checksum 0), or replayed to one sender;
  *   - a job with an uplink entry is a tree leaf: a completed set is PARTIAL
