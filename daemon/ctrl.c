@@ -212,6 +212,59 @@ new_session(const struct incad_job *j, uint32_t n, uint32_t prev)
  * "Member secrets"). Random, never 0; with aggregation.session_seed a
  * function of (seed, job, n, rank) that tests compute too.
  */
+/*
+ * Membership INFO lines (a job created or deleted, a rank joined or left)
+ * are written at most CTRL_LOG_BURST at once and CTRL_LOG_PER_S a second
+ * after that; the rest are counted and the count logged when lines are
+ * allowed again. A tenant looping JOIN and LEAVE must not make the I/O
+ * lcore spend its time in the console and syslog (a log line is a write
+ * and a syslog() call: several microseconds, more than a JOIN's work).
+ */
+#define CTRL_LOG_PER_S 20
+#define CTRL_LOG_BURST 100
+
+static uint64_t log_tokens = CTRL_LOG_BURST, log_last, log_suppressed;
+
+/* Refill the budget; say how many lines were left out once it allows. */
+static void
+ctrl_log_refill(void)
+{
+	uint64_t now = rte_get_timer_cycles(), per = rte_get_timer_hz() / CTRL_LOG_PER_S;
+
+	if (log_last == 0)
+		log_last = now;
+	if (now - log_last >= per) {
+		log_tokens += (now - log_last) / per;
+		if (log_tokens > CTRL_LOG_BURST)
+			log_tokens = CTRL_LOG_BURST;
+		log_last = now - (now - log_last) % per;
+	}
+	if (log_suppressed != 0 && log_tokens != 0) {
+		log_tokens--;
+		INCAD_LOG(ctrl, NOTICE, "%" PRIu64 " membership log lines suppressed (more than "
+			  "%d a second)", log_suppressed, CTRL_LOG_PER_S);
+		log_suppressed = 0;
+	}
+}
+
+static bool
+ctrl_log_ok(void)
+{
+	ctrl_log_refill();
+	if (log_tokens == 0) {
+		log_suppressed++;
+		return false;
+	}
+	log_tokens--;
+	return true;
+}
+
+#define CTRL_INFO(...) \
+	do { \
+		if (ctrl_log_ok()) \
+			INCAD_LOG(ctrl, INFO, __VA_ARGS__); \
+	} while (0)
+
 static uint32_t
 new_secret(const struct incad_job *j, uint32_t n, unsigned int rank)
 {
@@ -285,7 +338,7 @@ job_create(uint16_t id, unsigned int tenant, uint32_t token, uint16_t nworkers,
 			 __ATOMIC_RELAXED);
 	/* Published last: a reader that finds the job finds it whole. */
 	__atomic_store_n(&incad_jobs[id], j, __ATOMIC_RELEASE);
-	INCAD_LOG(ctrl, INFO, "job %u created (%s, tenant %s): %u workers, %u slots at %u, "
+	CTRL_INFO("job %u created (%s, tenant %s): %u workers, %u slots at %u, "
 		  "%u elements", id, conf ? "static" : "dynamic", incad.cfg.tenants[tenant].name,
 		  nworkers, pool_size, j->pool_base, max_elems);
 	return j;
@@ -384,7 +437,7 @@ job_destroy(struct incad_lcore *lc, struct incad_job *j)
 	__atomic_store_n(&slots_used, slots_used - pool, __ATOMIC_RELAXED);
 	__atomic_store_n(&jobs_bytes, jobs_bytes - agg_job_footprint(&j->agg->p) - sizeof(*j),
 			 __ATOMIC_RELAXED);
-	INCAD_LOG(ctrl, INFO, "job %u deleted, %u slots returned", j->id, pool);
+	CTRL_INFO("job %u deleted, %u slots returned", j->id, pool);
 	retire(lc, j, RETIRE_JOB);
 }
 
@@ -675,7 +728,7 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		return;
 	}
 	j->grant[msg->rank] = g;
-	INCAD_LOG(ctrl, INFO, "job %u: rank %u joined from port %s", j->id, msg->rank,
+	CTRL_INFO("job %u: rank %u joined from port %s", j->id, msg->rank,
 		  incad.ports[meta->in_port].name);
 	join_ack(lc, m, j);
 }
@@ -782,7 +835,7 @@ ctrl_leave(struct incad_lcore *lc, struct rte_mbuf *m)
 		return;
 	}
 	if (v->live & bit) {
-		INCAD_LOG(ctrl, INFO, "job %u: rank %u left", j->id, msg->rank);
+		CTRL_INFO("job %u: rank %u left", j->id, msg->rank);
 		members_remove(lc, j, bit, false);
 	} else if (v->evicted & bit) {
 		nv = *v;
@@ -973,6 +1026,7 @@ incad_ctrl_timer(struct incad_lcore *lc, uint64_t now)
 
 	evict_requested(now);
 	reclaim(lc, false);
+	ctrl_log_refill();
 	for (j = TAILQ_FIRST(&job_list); j != NULL; j = tmp) {
 		tmp = TAILQ_NEXT(j, next);
 		live = j->view->live;

@@ -15,6 +15,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -1053,6 +1054,34 @@ def case_tenant_rate():
           ten['B']['contrib_bytes'] == len(b) * flen, 'tenant B accounting %s' % ten['B'])
     check(ten['A']['rate_mbps'] == 0 and ten['A']['rate_drops'] == 0 and
           ten['A']['contrib_bytes'] == 40 * flen, 'tenant A accounting %s' % ten['A'])
+
+
+def case_log_budget():
+    """A tenant looping JOIN and LEAVE (300 one-rank dynamic jobs created and
+    deleted, four membership log lines each) gets every answer, but incad
+    writes at most its burst of 100 membership lines plus 20 a second, and
+    says how many it left out."""
+    n = 300
+    frames = []
+    for k in range(n):
+        job = 1 + k % 90
+        frames.append(join(job, 0, 1, dtypes=1, ops=1, pool_size=2, window=2))
+        frames.append(udp_frame(hdr(LEAVE, job=job, rank=0, token=session(job),
+                                    bitmap=member_secret(job, 0)), rank=0))
+    t0 = time.monotonic()
+    run = run_incad(base_config(extra='control = { rate = 0; };'), [frames])
+    elapsed = time.monotonic() - t0
+    got = [m.type for m in run.msgs()]
+    check(got.count(JOIN_ACK) == n and got.count(LEAVE_ACK) == n,
+          '%d JOIN_ACKs and %d LEAVE_ACKs for %d cycles' % (got.count(JOIN_ACK),
+                                                          got.count(LEAVE_ACK), n))
+    lines = [ln for ln in (run.stdout + run.stderr).splitlines()
+             if re.search(r'incad\.ctrl: job \d+ (created|deleted)|rank \d+ (joined|left)', ln)]
+    check(len(lines) <= 100 + 20 * (elapsed + 1), '%d membership lines in %.1f s'
+          % (len(lines), elapsed))
+    check(len(lines) < 4 * n, 'no membership line was left out')
+    check(re.search(r'\d+ membership log lines suppressed', run.stdout + run.stderr),
+          'the suppressed lines were not counted in the log')
 
 
 def case_fuzz():
