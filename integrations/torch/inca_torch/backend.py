@@ -73,6 +73,13 @@ def _bytes(t):
     return t.reshape(-1).view(torch.uint8)
 
 
+def _movable(tensors):
+    """@tensors as gloo of 1.13 can move them: bool, int16 and bf16 (types
+    it lacks) as the bytes of the same memory."""
+    return [t.view(torch.uint8) if t.dtype in (torch.bool, torch.int16, torch.bfloat16)
+            and t.is_contiguous() and t.dim() > 0 else t for t in tensors]
+
+
 def _plain(t):
     return t.device.type == 'cpu' and t.is_contiguous() and not t.is_sparse \
         and t.dim() > 0 and not t.is_complex()
@@ -153,6 +160,23 @@ class ProcessGroupInca(ProcessGroup):
                 return post(x) if post is not None else [x]
             return st.submit(t, inca_op, fin)
         st.calls['gloo'] += 1
+        if t.dtype in (torch.float16, torch.bfloat16) and _plain(t) and \
+                (op == _RO.AVG or io is not None):
+            # gloo of 1.13 has no bf16 and sums fp16 in fp16: as INCA
+            # does, a sum in fp32 rounded once (then AVG's division), so
+            # the result does not depend on where it was computed.
+            wide = t.float()
+            opts = C.AllreduceOptions()
+            opts.reduceOp = _RO.SUM if op == _RO.AVG else op
+            size = self._size
+
+            def narrow(f):
+                f.value()
+                t.copy_(wide)
+                if op == _RO.AVG:
+                    t.div_(size)
+                return post(t) if post is not None else [t]
+            return self._gloo.allreduce([wide], opts).get_future().then(narrow)
         if op == _RO.AVG:
             fut = self._gloo_avg([t])
         else:
@@ -189,7 +213,7 @@ class ProcessGroupInca(ProcessGroup):
         if len(tensors) != 1 or (opts is not None and opts.rootTensor != 0) or \
                 not self._raw_ok(tensors[0]):
             self.state.calls['gloo'] += 1
-            return self._gloo.broadcast(tensors, opts)
+            return self._gloo.broadcast(_movable(tensors), opts or C.BroadcastOptions())
         t = tensors[0]
         tb = _bytes(t)
         n = tb.numel()
@@ -226,8 +250,8 @@ class ProcessGroupInca(ProcessGroup):
                 and _plain(o) for o in output_tensors[0])
         if not ok:
             self.state.calls['gloo'] += 1
-            return self._gloo.allgather(output_tensors, input_tensors, opts or
-                                        C.AllgatherOptions())
+            return self._gloo.allgather([_movable(o) for o in output_tensors],
+                                        _movable(input_tensors), opts or C.AllgatherOptions())
         t = input_tensors[0]
         outs = output_tensors[0]
         block = _bytes(t).numel()
@@ -244,8 +268,9 @@ class ProcessGroupInca(ProcessGroup):
             self.state.calls['gloo'] += 1
             # gloo of 1.13 has no _allgather_base: its allgather into views
             # of the output's blocks.
-            return self._gloo.allgather([list(output.reshape(-1).chunk(self._size))],
-                                        [input.reshape(-1)], opts or C.AllgatherOptions())
+            return self._gloo.allgather(
+                [_movable(output.reshape(-1).chunk(self._size))],
+                _movable([input.reshape(-1)]), opts or C.AllgatherOptions())
         block = _bytes(input).numel()
 
         def post(u8):
