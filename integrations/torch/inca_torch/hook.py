@@ -15,7 +15,7 @@ libinca's keepalive thread sends heartbeats between steps, so long pauses
 
 Fallback: libinca calls back into Python (ctypes CFUNCTYPE, on the worker
 thread) when the aggregator is absent, refuses the job or stops answering;
-the callback runs dist.all_reduce on a private gloo group created for this
+the callback runs an allreduce on a private gloo group created for this
 state. The group is private because the worker thread issues its
 collectives while the training thread may issue its own (DDP's buffer
 broadcasts, the user's): two threads must never share one group, or the
@@ -88,13 +88,49 @@ def _tensor_at(addr, count, dtype):
     return torch.frombuffer(buf, dtype=dtype, count=count)
 
 
-class _Item:
-    __slots__ = ('tensor', 'op', 'divide', 'future', 'req')
+def _pg_allreduce(group, tensor, op):
+    """Blocking allreduce on a ProcessGroup object itself: the groups of a
+    backend are not registered with torch.distributed, so dist.all_reduce
+    cannot be given them."""
+    opts = torch._C._distributed_c10d.AllreduceOptions()
+    opts.reduceOp = op
+    group.allreduce([tensor], opts).wait()
 
-    def __init__(self, tensor, op, divide):
-        self.tensor, self.op, self.divide = tensor, op, divide
+
+class _Item:
+    """One allreduce for the worker: @tensor is what libinca reduces in
+    place; the future's value is post(tensor), or tensor without one."""
+    __slots__ = ('tensor', 'op', 'post', 'future', 'req')
+
+    def __init__(self, tensor, op, post=None):
+        self.tensor, self.op, self.post = tensor, op, post
         self.future = torch.futures.Future()
         self.req = ctypes.c_void_p()
+
+
+def read_conf(lib_path=None):
+    """Rank 0: the job's parameters from the environment, or None (no
+    INCA_AGGREGATOR, INCA_TORCH_DISABLE=1, or invalid INCA_* values)."""
+    if _env_int('INCA_TORCH_DISABLE', 0, 0, 1):
+        return None
+    if not os.environ.get('INCA_AGGREGATOR'):
+        log.info('INCA_AGGREGATOR is not set: gradients go through gloo')
+        return None
+    lib = library(lib_path)
+    o = L.opts_init(lib)
+    ret = lib.inca_comm_opts_from_env(ctypes.byref(o))
+    if ret != L.OK:
+        log.error('bad INCA_* variable (%s): gradients go through gloo',
+                  L.strerror(lib, ret))
+        return None
+    if o.job == 0:
+        log.error('INCA_JOB is not set (1..65535): gradients go through gloo')
+        return None
+    conf = {f: getattr(o, f) for f in L.JOB_FIELDS}
+    conf['aggregator'] = o.aggregator.decode()
+    # Keys of this state's agreements in torch's store.
+    conf['oob_prefix'] = 'inca/%d/%d.%d' % (o.job, os.getpid(), time.monotonic_ns())
+    return conf
 
 
 class IncaState:
@@ -115,19 +151,34 @@ class IncaState:
     def __init__(self, lib_path=None):
         if not dist.is_initialized():
             raise RuntimeError('IncaState: call dist.init_process_group() first')
-        self.rank = dist.get_rank()
-        self.size = dist.get_world_size()
+        rank = dist.get_rank()
+        # Collective: every rank creates it, in the same order.
+        group = dist.new_group(backend='gloo')
+        conf = [read_conf(lib_path)] if rank == 0 else [None]
+        dist.broadcast_object_list(conf, src=0, group=group)
+        self._setup(conf[0], rank, dist.get_world_size(), group,
+                    dist.distributed_c10d._get_default_store(), lib_path)
+
+    @classmethod
+    def for_group(cls, conf, rank, size, group, store, lib_path=None):
+        """A state for a process group that torch.distributed does not know
+        yet (the inca backend's): @conf is rank 0's read_conf(), the same
+        on every rank; @group a private gloo ProcessGroup for the fallback;
+        @store the group's store (the creation agreement's keys)."""
+        self = cls.__new__(cls)
+        self._setup(conf, rank, size, group, store, lib_path)
+        return self
+
+    def _setup(self, conf, rank, size, group, store, lib_path):
+        self.rank = rank
+        self.size = size
+        self.group = group
+        self._store = store
         self.calls = {'inca': 0, 'gloo': 0}
         self.comm = None
         self.job = 0
         self._closed = False
         self._thread = None
-        # Collective: every rank creates it, in the same order.
-        self.group = dist.new_group(backend='gloo')
-
-        conf = [self._read_conf(lib_path)] if self.rank == 0 else [None]
-        dist.broadcast_object_list(conf, src=0, group=self.group)
-        conf = conf[0]
         if conf is None:
             return
         # Beyond 32 ranks the job needs a tree: INCA_AGGREGATOR lists its
@@ -142,29 +193,6 @@ class IncaState:
 
     # ---- set-up ----------------------------------------------------------
 
-    def _read_conf(self, lib_path):
-        """Rank 0: the job's parameters from the environment, or None."""
-        if _env_int('INCA_TORCH_DISABLE', 0, 0, 1):
-            return None
-        if not os.environ.get('INCA_AGGREGATOR'):
-            log.info('INCA_AGGREGATOR is not set: gradients go through gloo')
-            return None
-        lib = library(lib_path)
-        o = L.opts_init(lib)
-        ret = lib.inca_comm_opts_from_env(ctypes.byref(o))
-        if ret != L.OK:
-            log.error('bad INCA_* variable (%s): gradients go through gloo',
-                      L.strerror(lib, ret))
-            return None
-        if o.job == 0:
-            log.error('INCA_JOB is not set (1..65535): gradients go through gloo')
-            return None
-        conf = {f: getattr(o, f) for f in L.JOB_FIELDS}
-        conf['aggregator'] = o.aggregator.decode()
-        # Keys of this state's agreements in torch's store.
-        conf['oob_prefix'] = 'inca/%d/%d.%d' % (o.job, os.getpid(), time.monotonic_ns())
-        return conf
-
     def _create(self, conf):
         lib = self.lib
         o = L.opts_init(lib)
@@ -178,7 +206,6 @@ class IncaState:
         self._oob_fn = L.OOB_FN(self._oob)
         self._oob_prefix = conf['oob_prefix']
         self._oob_seq = 0
-        self._store = dist.distributed_c10d._get_default_store()
         o.aggregator = self._agg
         o.bind = self._bind
         o.rank = self.rank
@@ -195,7 +222,7 @@ class IncaState:
             log.error('rank %d: inca_comm_create: %s', self.rank, L.strerror(lib, ret))
             comm = ctypes.c_void_p()
         created = torch.tensor([int(ret == L.OK)], dtype=torch.int32)
-        dist.all_reduce(created, op=dist.ReduceOp.MIN, group=self.group)
+        _pg_allreduce(self.group, created, dist.ReduceOp.MIN)
         if not created.item():
             if self.rank == 0:
                 log.warning('job %d: a rank could not create its communicator: '
@@ -261,10 +288,10 @@ class IncaState:
             if dtype in (torch.float16, torch.bfloat16):
                 # As the aggregator does: fp32 accumulation, one rounding.
                 wide = recv.float()
-                dist.all_reduce(wide, op=op, group=self.group)
+                _pg_allreduce(self.group, wide, op)
                 recv.copy_(wide)
             else:
-                dist.all_reduce(recv, op=op, group=self.group)
+                _pg_allreduce(self.group, recv, op)
             return 0
         except BaseException:
             log.exception('rank %d: fallback allreduce failed', self.rank)
@@ -315,9 +342,12 @@ class IncaState:
         if ret != L.OK:
             it.future.set_exception(L.IncaError(self.lib, ret, 'inca allreduce'))
             return
-        if it.divide:
-            it.tensor.div_(self.size)
-        it.future.set_result(it.tensor)
+        try:
+            val = it.post(it.tensor) if it.post is not None else it.tensor
+        except BaseException as e:
+            it.future.set_exception(e)
+            return
+        it.future.set_result(val)
 
     # ---- interface ----------------------------------------------------------
 
@@ -342,8 +372,16 @@ class IncaState:
                 t = fut.value()[0]
                 return t.div_(size) if divide else t
             return work.get_future().then(done)
+        size = self.size
+        return self.submit(tensor, _OPS[op], (lambda t: t.div_(size)) if divide else None)
+
+    def submit(self, tensor, op, post=None):
+        """Queue an allreduce (op: L.OP_*) of @tensor in place through
+        libinca (supports(tensor) must hold); returns a Future whose value
+        is post(tensor), or tensor without @post (run on the worker
+        thread). Every rank must make the same calls in the same order."""
         self.calls['inca'] += 1
-        it = _Item(tensor, _OPS[op], divide)
+        it = _Item(tensor, op, post)
         with self._cv:
             self._queue.append(it)
             self._cv.notify()
