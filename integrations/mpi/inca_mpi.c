@@ -598,8 +598,10 @@ comm_attach(MPI_Comm nc)
 	c = calloc(1, sizeof(*c));
 	v[0] = c != NULL && __atomic_load_n(&im.ncomms, __ATOMIC_RELAXED) < im.conf.max_comms;
 	v[1] = 0;
-	if (c != NULL)
+	if (c != NULL) {
 		c->slot = -1;
+		c->fb_comm = MPI_COMM_NULL;
+	}
 	if (rank == 0 && v[0]) {
 		pthread_mutex_lock(&im.lock);
 		c->slot = slot_take(&job);
