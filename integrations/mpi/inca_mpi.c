@@ -415,6 +415,7 @@ comm_create(struct im_comm *c)
 {
 	struct inca_comm_opts o;
 	struct inca_comm_info info;
+	char bind[64];
 	int agree[1], ret;
 
 	inca_comm_opts_init(&o);
@@ -432,10 +433,16 @@ comm_create(struct im_comm *c)
 	o.probe_every = im.conf.probe_every;
 	o.float_mode = im.conf.float_mode;
 	/* The source address is a property of each rank's host. A derived
-	 * communicator binds to any port: INCA_BIND's port is WORLD's. */
-	o.bind = c == &im.world ? getenv("INCA_BIND") : NULL;
+	 * communicator binds INCA_BIND's address on any port: its port is
+	 * WORLD's. */
+	o.bind = getenv("INCA_BIND");
 	if (o.bind != NULL && *o.bind == '\0')
 		o.bind = NULL;
+	if (o.bind != NULL && c != &im.world) {
+		snprintf(bind, sizeof(bind), "%s", o.bind);
+		bind[strcspn(bind, ":")] = '\0';
+		o.bind = bind;
+	}
 	o.fallback = im_fallback;
 	o.fallback_ctx = c;
 	o.oob = im_oob;
