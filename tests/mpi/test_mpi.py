@@ -9,9 +9,11 @@ namespace with a static job of NP workers. mpi_check (plain MPI, comparing
 every result with PMPI) runs under LD_PRELOAD=libinca-mpi.so:
 
  1. with incad: every result right, every eligible call went through
-    libinca, none through its fallback, and incad's counters of the job
-    show the chunks the ranks completed: the test fails if the interposer
-    silently used PMPI;
+    libinca, on WORLD and on the communicators made from it (dup, split,
+    re-created after MPI_Comm_free), none through its fallback, and
+    incad's counters of the job show the chunks the ranks completed: the
+    test fails if the interposer silently used PMPI; the derived
+    communicators' jobs appear on incad and are gone after the run;
  2. with incad stopped: every result right, through libinca's fallback
     (PMPI);
  3. with incad killed in the middle of the run: every result right, part
@@ -154,6 +156,7 @@ def main():
                     time.sleep(0.05)
             expect, st = run_check(rack, args, stats, during=watch_jobs)
             check_routed(expect, st)
+            log('rank 0 statistics: %s' % ' '.join('%s %s' % kv for kv in st[0].items()))
             left = sorted(int(j) for j in incad.tel.query('/incad/jobs'))
             log('incad jobs seen during the run: %s; left after it: %s' % (sorted(seen), left))
             assert left == [JOB], 'jobs left on incad after the run: %s' % left
