@@ -140,7 +140,7 @@ struct im_conf {
 	X(passed, "collectives on INCA communicators passed to PMPI") \
 	X(errors, "collectives that returned an error") \
 	X(comms_inca, "derived communicators given an INCA job") \
-	X(comms_pmpi, "derived intracommunicators left on PMPI (limits, agreement)") \
+	X(comms_pmpi, "derived intracommunicators of 2+ ranks left on PMPI (limits)") \
 	X(comms_freed, "INCA communicators of derived ones destroyed")
 
 struct im_counters {
@@ -595,7 +595,9 @@ comm_attach(MPI_Comm nc)
 		return;
 	PMPI_Comm_size(nc, &size);
 	PMPI_Comm_rank(nc, &rank);
-	if (size < 2 || size > INCA_MAX_WORKERS) {
+	if (size < 2)
+		return;
+	if (size > INCA_MAX_WORKERS) {
 		im.n.comms_pmpi++;
 		return;
 	}
