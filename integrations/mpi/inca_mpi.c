@@ -70,6 +70,11 @@ struct im_comm {
 	int rank;
 	int size;
 	int slot; /* the job slot this process picked as its leader, or -1 */
+	/* Serialises every use of @comm by the application's threads (with
+	 * MPI_THREAD_MULTIPLE). One per communicator: a thread blocked in a
+	 * collective on one communicator must not hold up another thread's
+	 * collective on another, which the peers may need first. */
+	pthread_mutex_t lock;
 };
 
 /* A nonblocking collective in flight through INCA, seen by the user as the
@@ -161,8 +166,8 @@ static struct {
 	int keyval;
 	bool slot_used[IM_MAX_COMMS];
 	unsigned slot_next;
-	/* Serialises every use of libinca by the application's threads (with
-	 * MPI_THREAD_MULTIPLE). */
+	/* Guards the lists (ireqs, comms) and the job slots. Taken inside a
+	 * communicator's lock, never the other way round. */
 	pthread_mutex_t lock;
 	struct im_ireq *ireqs; /* in issue order */
 	unsigned nireqs;       /* read without the lock as a fast-path test */
@@ -170,7 +175,8 @@ static struct {
 	struct inca_stats gone; /* libinca counters of destroyed communicators */
 } im = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.world = { .mcomm = MPI_COMM_NULL, .fb_comm = MPI_COMM_NULL, .slot = -1 },
+	.world = { .mcomm = MPI_COMM_NULL, .fb_comm = MPI_COMM_NULL, .slot = -1,
+		   .lock = PTHREAD_MUTEX_INITIALIZER },
 	.keyval = MPI_KEYVAL_INVALID,
 };
 
@@ -489,30 +495,50 @@ stats_add(struct inca_stats *sum, const struct inca_comm *comm)
 
 static void ireq_drive(struct im_ireq *x, bool block);
 
+/* Finish every request of @c (every request, if NULL) that libinca still
+ * holds: requests the application never completed must still finish
+ * everywhere before anyone leaves the job. */
+static void
+ireqs_finish(struct im_comm *c)
+{
+	struct im_ireq *x;
+
+	for (;;) {
+		pthread_mutex_lock(&im.lock);
+		for (x = im.ireqs; x != NULL && (x->ireq == NULL || (c != NULL && x->c != c));
+		     x = x->next)
+			;
+		pthread_mutex_unlock(&im.lock);
+		/* @x stays allocated: only the application frees it, once
+		 * complete. */
+		if (x == NULL)
+			break;
+		pthread_mutex_lock(&x->c->lock);
+		ireq_drive(x, true);
+		pthread_mutex_unlock(&x->c->lock);
+	}
+}
+
 /* Destroy @c's INCA communicator: collective over its members (libinca's
  * teardown round runs on c->fb_comm). */
 static void
 comm_destroy(struct im_comm *c)
 {
-	struct im_ireq *x;
-
-	pthread_mutex_lock(&im.lock);
-	/* Requests the application never completed must still finish
-	 * everywhere before anyone leaves the job. */
-	for (x = im.ireqs; x != NULL; x = x->next)
-		if (x->c == c)
-			ireq_drive(x, true);
+	ireqs_finish(c);
+	pthread_mutex_lock(&c->lock);
 	/* No barrier of our own here: a rank that lost its last result may
 	 * still be recovering it through the fallback, and a barrier would
 	 * not match that. inca_comm_destroy() closes the stream and runs the
 	 * teardown round, which serves such a rank before anyone leaves. */
 	if (c != &im.world) {
+		pthread_mutex_lock(&im.lock);
 		stats_add(&im.gone, c->comm);
-		im.n.comms_freed++;
+		pthread_mutex_unlock(&im.lock);
+		__atomic_fetch_add(&im.n.comms_freed, 1, __ATOMIC_RELAXED);
 	}
 	inca_comm_destroy(c->comm);
 	c->comm = NULL;
-	pthread_mutex_unlock(&im.lock);
+	pthread_mutex_unlock(&c->lock);
 }
 
 /*
@@ -558,6 +584,7 @@ comm_delete_attr(MPI_Comm comm, int keyval, void *attr, void *extra)
 	(void)extra;
 	comm_destroy(c);
 	PMPI_Comm_free(&c->fb_comm);
+	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_lock(&im.lock);
 	if (c->slot >= 0)
 		im.slot_used[c->slot] = false;
@@ -632,6 +659,7 @@ comm_attach(MPI_Comm nc)
 		im.n.comms_pmpi++;
 		return;
 	}
+	pthread_mutex_init(&c->lock, NULL);
 	c->mcomm = nc;
 	c->job = (uint32_t)-v[1];
 	c->rank = rank;
@@ -645,6 +673,7 @@ comm_attach(MPI_Comm nc)
 		if (c->slot >= 0)
 			im.slot_used[c->slot] = false;
 		pthread_mutex_unlock(&im.lock);
+		pthread_mutex_destroy(&c->lock);
 		free(c);
 		im.n.comms_pmpi++;
 		return;
@@ -777,8 +806,6 @@ print_stats(void)
 static void
 im_teardown(void)
 {
-	struct im_ireq *x;
-
 	if (!im.enabled)
 		return;
 	/* Derived communicators the application never freed, in creation
@@ -788,10 +815,7 @@ im_teardown(void)
 	while (im.comms != NULL)
 		if (PMPI_Comm_delete_attr(im.comms->mcomm, im.keyval) != MPI_SUCCESS)
 			comm_delete_attr(im.comms->mcomm, im.keyval, im.comms, NULL);
-	pthread_mutex_lock(&im.lock);
-	for (x = im.ireqs; x != NULL; x = x->next)
-		ireq_drive(x, true);
-	pthread_mutex_unlock(&im.lock);
+	ireqs_finish(NULL);
 	print_stats();
 	comm_destroy(&im.world);
 	PMPI_Comm_free(&im.world.fb_comm);
@@ -953,13 +977,14 @@ reduction_route(uint64_t count, MPI_Datatype t, MPI_Op op, MPI_Comm comm, unsign
 	return c;
 }
 
-/* Count a call that went through libinca. Called with im.lock held. */
+/* Count a call that went through libinca (threads may count on several
+ * communicators at once). */
 static void
 count_inca(const struct im_comm *c, uint64_t *which, uint64_t bytes)
 {
-	(*which)++;
-	im.n.derived_inca += c != &im.world;
-	im.n.bytes_inca += bytes;
+	__atomic_fetch_add(which, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&im.n.derived_inca, c != &im.world, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&im.n.bytes_inca, bytes, __ATOMIC_RELAXED);
 }
 
 /* MPI's answer for a libinca result: errors go through the communicator's
@@ -1001,12 +1026,12 @@ MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 	c = count > 0 ? reduction_route((uint64_t)count, datatype, op, comm, &dtype, &iop) : NULL;
 	if (c == NULL)
 		return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-	pthread_mutex_lock(&im.lock);
+	pthread_mutex_lock(&c->lock);
 	ret = inca_allreduce(c->comm, sendbuf == MPI_IN_PLACE ? INCA_IN_PLACE : sendbuf, recvbuf,
 			     (size_t)count, dtype, iop);
 	if (ret == INCA_OK)
 		count_inca(c, &im.n.allreduce_inca, (uint64_t)count * 4);
-	pthread_mutex_unlock(&im.lock);
+	pthread_mutex_unlock(&c->lock);
 	/* Refused before anything was sent, on every rank alike (they share
 	 * the aggregator and its capabilities). */
 	if (ret == INCA_ENOTSUP) {
@@ -1039,12 +1064,12 @@ MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 		if (out == NULL)
 			return im_result(INCA_ENOMEM, comm);
 	}
-	pthread_mutex_lock(&im.lock);
+	pthread_mutex_lock(&c->lock);
 	ret = inca_allreduce(c->comm, sendbuf == MPI_IN_PLACE ? INCA_IN_PLACE : sendbuf, out,
 			     (size_t)count, dtype, iop);
 	if (ret == INCA_OK)
 		count_inca(c, &im.n.reduce_inca, (uint64_t)count * 4);
-	pthread_mutex_unlock(&im.lock);
+	pthread_mutex_unlock(&c->lock);
 	if (out != recvbuf)
 		free(out);
 	if (ret == INCA_ENOTSUP) {
@@ -1074,7 +1099,7 @@ MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 	if (total == 0 || reduction_route(total, datatype, op, comm, &dtype, &iop) == NULL)
 		return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
 	block = (size_t)recvcount * 4;
-	pthread_mutex_lock(&im.lock);
+	pthread_mutex_lock(&c->lock);
 	if (sendbuf == MPI_IN_PLACE) {
 		/* The input is recvbuf, all N blocks; the result is its first. */
 		ret = inca_allreduce(c->comm, INCA_IN_PLACE, recvbuf, (size_t)total, dtype, iop);
@@ -1090,7 +1115,7 @@ MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 	}
 	if (ret == INCA_OK)
 		count_inca(c, &im.n.reduce_scatter_inca, total * 4);
-	pthread_mutex_unlock(&im.lock);
+	pthread_mutex_unlock(&c->lock);
 	if (ret == INCA_ENOTSUP) {
 		im.n.passed++;
 		return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
@@ -1143,11 +1168,11 @@ MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm com
 			pack_err = true;
 		}
 	}
-	pthread_mutex_lock(&im.lock);
+	pthread_mutex_lock(&c->lock);
 	ret = inca_broadcast(c->comm, buf, bytes, (unsigned)root);
 	if (ret == INCA_OK)
 		count_inca(c, &im.n.bcast_inca, bytes);
-	pthread_mutex_unlock(&im.lock);
+	pthread_mutex_unlock(&c->lock);
 	if (buf != buffer) {
 		pos = 0;
 		if (ret == INCA_OK && c->rank != root)
@@ -1169,11 +1194,11 @@ MPI_Barrier(MPI_Comm comm)
 		im.n.passed++;
 		return PMPI_Barrier(comm);
 	}
-	pthread_mutex_lock(&im.lock);
+	pthread_mutex_lock(&c->lock);
 	ret = inca_barrier(c->comm);
 	if (ret == INCA_OK)
 		count_inca(c, &im.n.barrier_inca, 0);
-	pthread_mutex_unlock(&im.lock);
+	pthread_mutex_unlock(&c->lock);
 	return im_result(ret, comm);
 }
 
@@ -1238,11 +1263,11 @@ MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *r
 		memset(mine, 0, b); /* take part anyway; report the error */
 	memset(buf, 0, (size_t)c->rank * b);
 	memset(mine + b, 0, words * 4 - ((size_t)c->rank + 1) * b);
-	pthread_mutex_lock(&im.lock);
+	pthread_mutex_lock(&c->lock);
 	ret = inca_allreduce(c->comm, INCA_IN_PLACE, buf, words, INCA_DTYPE_INT32, INCA_OP_SUM);
 	if (ret == INCA_OK)
 		count_inca(c, &im.n.allgather_inca, total);
-	pthread_mutex_unlock(&im.lock);
+	pthread_mutex_unlock(&c->lock);
 	if (buf != recvbuf) {
 		pos = 0;
 		if (ret == INCA_OK && contig)
@@ -1292,7 +1317,8 @@ ireq_find(MPI_Request r)
 	return NULL;
 }
 
-/* Make progress on @x (wait for it if @block). Called with im.lock held. */
+/* Make progress on @x (wait for it if @block). Called with x->c->lock
+ * held. */
 static void
 ireq_drive(struct im_ireq *x, bool block)
 {
@@ -1362,7 +1388,7 @@ greq_cancel(void *extra_state, int complete)
 
 /*
  * Start @x as an inca_iallreduce() on @c and hand out its generalized
- * request. Called with im.lock held; returns an INCA code.
+ * request. Called with c->lock held; returns an INCA code.
  */
 static int
 ireq_start(struct im_comm *c, struct im_ireq *x, const void *sendbuf, void *recvbuf,
@@ -1382,8 +1408,10 @@ ireq_start(struct im_comm *c, struct im_ireq *x, const void *sendbuf, void *recv
 		 * application has not freed yet but whose result we took are
 		 * not libinca's any more: skipping them is what keeps this
 		 * loop from spinning. */
+		pthread_mutex_lock(&im.lock);
 		for (y = im.ireqs; y != NULL && (y->ireq == NULL || y->c != c); y = y->next)
 			;
+		pthread_mutex_unlock(&im.lock);
 		if (y == NULL)
 			break;
 		ireq_drive(y, true);
@@ -1392,10 +1420,12 @@ ireq_start(struct im_comm *c, struct im_ireq *x, const void *sendbuf, void *recv
 		ret = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, x, &x->mreq) ==
 		      MPI_SUCCESS ? INCA_OK : INCA_EIO;
 	if (ret == INCA_OK) {
+		pthread_mutex_lock(&im.lock);
 		for (pp = &im.ireqs; *pp != NULL; pp = &(*pp)->next)
 			;
 		*pp = x;
 		__atomic_store_n(&im.nireqs, im.nireqs + 1, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&im.lock);
 	}
 	return ret;
 }
@@ -1421,14 +1451,14 @@ MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 		return im_result(INCA_ENOMEM, comm);
 	x->count = count;
 	x->datatype = datatype;
-	pthread_mutex_lock(&im.lock);
+	pthread_mutex_lock(&c->lock);
 	ret = ireq_start(c, x, sendbuf == MPI_IN_PLACE ? INCA_IN_PLACE : sendbuf, recvbuf,
 			 (size_t)count, dtype, iop);
 	if (ret == INCA_OK) {
 		count_inca(c, &im.n.iallreduce_inca, (uint64_t)count * 4);
 		*request = x->mreq;
 	}
-	pthread_mutex_unlock(&im.lock);
+	pthread_mutex_unlock(&c->lock);
 	if (ret == INCA_OK)
 		return MPI_SUCCESS;
 	free(x);
@@ -1488,13 +1518,13 @@ MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm co
 	} else if (c->rank != root) {
 		memset(buf, 0, bytes);
 	}
-	pthread_mutex_lock(&im.lock);
+	pthread_mutex_lock(&c->lock);
 	ret = ireq_start(c, x, INCA_IN_PLACE, buf, words, INCA_DTYPE_INT32, INCA_OP_SUM);
 	if (ret == INCA_OK) {
 		count_inca(c, &im.n.ibcast_inca, bytes);
 		*request = x->mreq;
 	}
-	pthread_mutex_unlock(&im.lock);
+	pthread_mutex_unlock(&c->lock);
 	if (ret == INCA_OK)
 		return pack_err ? im_result(INCA_EINVAL, comm) : MPI_SUCCESS;
 	free(x->scratch);
@@ -1519,14 +1549,14 @@ MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 	if (x == NULL)
 		return im_result(INCA_ENOMEM, comm);
 	x->datatype = MPI_INT;
-	pthread_mutex_lock(&im.lock);
+	pthread_mutex_lock(&c->lock);
 	/* A sum of one int32 completes only once every rank contributed. */
 	ret = ireq_start(c, x, INCA_IN_PLACE, &x->word, 1, INCA_DTYPE_INT32, INCA_OP_SUM);
 	if (ret == INCA_OK) {
 		count_inca(c, &im.n.ibarrier_inca, 0);
 		*request = x->mreq;
 	}
-	pthread_mutex_unlock(&im.lock);
+	pthread_mutex_unlock(&c->lock);
 	if (ret == INCA_OK)
 		return MPI_SUCCESS;
 	free(x);
@@ -1552,18 +1582,22 @@ drive_array(int count, const MPI_Request reqs[], int *pending, int *others)
 
 	*pending = 0;
 	*others = 0;
-	pthread_mutex_lock(&im.lock);
 	for (i = 0; i < count; i++) {
+		/* Found under the list's lock, driven under its communicator's:
+		 * @x stays allocated while the application waits for it. */
+		pthread_mutex_lock(&im.lock);
 		x = ireq_find(reqs[i]);
+		pthread_mutex_unlock(&im.lock);
 		if (x == NULL) {
 			*others += reqs[i] != MPI_REQUEST_NULL;
 			continue;
 		}
 		n++;
+		pthread_mutex_lock(&x->c->lock);
 		ireq_drive(x, false);
 		*pending += x->ireq != NULL;
+		pthread_mutex_unlock(&x->c->lock);
 	}
-	pthread_mutex_unlock(&im.lock);
 	return n;
 }
 
@@ -1572,7 +1606,7 @@ static void
 wait_oldest(int count, const MPI_Request reqs[])
 {
 	struct im_ireq *x;
-	int i;
+	int i = count;
 
 	pthread_mutex_lock(&im.lock);
 	for (x = im.ireqs; x != NULL; x = x->next) {
@@ -1580,12 +1614,15 @@ wait_oldest(int count, const MPI_Request reqs[])
 			continue;
 		for (i = 0; i < count && reqs[i] != x->mreq; i++)
 			;
-		if (i < count) {
-			ireq_drive(x, true);
+		if (i < count)
 			break;
-		}
 	}
 	pthread_mutex_unlock(&im.lock);
+	if (x == NULL)
+		return;
+	pthread_mutex_lock(&x->c->lock);
+	ireq_drive(x, true);
+	pthread_mutex_unlock(&x->c->lock);
 }
 
 IM_EXPORT int
@@ -1596,9 +1633,12 @@ MPI_Wait(MPI_Request *request, MPI_Status *status)
 	if (have_ireqs() && request != NULL) {
 		pthread_mutex_lock(&im.lock);
 		x = ireq_find(*request);
-		if (x != NULL)
-			ireq_drive(x, true);
 		pthread_mutex_unlock(&im.lock);
+		if (x != NULL) {
+			pthread_mutex_lock(&x->c->lock);
+			ireq_drive(x, true);
+			pthread_mutex_unlock(&x->c->lock);
+		}
 	}
 	return PMPI_Wait(request, status);
 }
