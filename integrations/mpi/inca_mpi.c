@@ -460,8 +460,8 @@ comm_create(struct im_comm *c)
 	PMPI_Allreduce(MPI_IN_PLACE, agree, 1, MPI_INT, MPI_MIN, c->fb_comm);
 	if (!agree[0]) {
 		if (c->rank == 0)
-			im_log(INCA_LOG_WARN, "job %u: a rank has no INCA communicator: using PMPI",
-			       c->job);
+			im_log(INCA_LOG_WARN,
+			       "job %u: a rank has no INCA communicator: using PMPI", c->job);
 		/* Not every rank has one to tear down: no teardown round. */
 		inca_comm_set_fallback(c->comm, NULL, NULL);
 		inca_comm_destroy(c->comm);
@@ -776,8 +776,9 @@ print_stats(void)
 	sum = im.gone;
 	stats_add(&sum, im.world.comm);
 	len = (size_t)snprintf(line, sizeof(line),
-			       "inca-mpi: rank %d job %u in_fallback %d world_chunks %llu", im.rank,
-			       im.conf.job, info.in_fallback, (unsigned long long)st.chunks);
+			       "inca-mpi: rank %d job %u in_fallback %d world_chunks %llu",
+			       im.rank, im.conf.job, info.in_fallback,
+			       (unsigned long long)st.chunks);
 	for (i = 0; i < sizeof(names) / sizeof(names[0]) && len < sizeof(line); i++)
 		len += (size_t)snprintf(line + len, sizeof(line) - len, " %s %llu", names[i],
 					(unsigned long long)cnt[i]);
@@ -1510,8 +1511,8 @@ MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm co
 		x->ucomm = comm;
 		x->bytes = bytes;
 		x->unpack = c->rank != root;
-		if (c->rank == root &&
-		    PMPI_Pack(buffer, count, datatype, buf, (int)bytes, &pos, comm) != MPI_SUCCESS) {
+		if (c->rank == root && PMPI_Pack(buffer, count, datatype, buf, (int)bytes, &pos,
+						 comm) != MPI_SUCCESS) {
 			memset(buf, 0, bytes);
 			pack_err = true;
 		}

@@ -7,16 +7,20 @@
  * takes over. It knows nothing of INCA: run it with and without
  * LD_PRELOAD=libinca-mpi.so, with and without incad, and it must pass.
  *
- * Every MPI_Allreduce / MPI_Iallreduce result is compared bit for bit with
- * PMPI_Allreduce on the same input (the interposer never sees PMPI calls).
+ * Every reduction's result (MPI_Allreduce, MPI_Iallreduce, MPI_Reduce,
+ * MPI_Reduce_scatter_block) and every MPI_Allgather is compared bit for bit
+ * with the PMPI call on the same input (the interposer never sees PMPI
+ * calls), on MPI_COMM_WORLD and on communicators made from it: a dup, the
+ * halves of a split, and communicators freed and made again in a loop.
  * The inputs make every partial sum exactly representable (integers well
  * inside int32; floats that are multiples of 1/16 below 2^12), so any
  * summation order gives the same bits and a bitwise comparison is fair.
  * Broadcasts are compared with the root's pattern, computed locally.
  *
- * At the end rank 0 prints how many calls were eligible for INCA
- * ("expect ..."), so that a harness can check the interposer's counters
- * against it. Exit status: 0 when every check passed.
+ * At the end rank 0 prints how many calls were eligible for INCA, and how
+ * many communicators should get an INCA job, with the interposer's default
+ * limits ("expect ..."), so that a harness can check the interposer's
+ * counters against it. Exit status: 0 when every check passed.
  */
 
 #define _GNU_SOURCE
