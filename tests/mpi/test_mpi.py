@@ -9,9 +9,11 @@ namespace with a static job of NP workers. mpi_check (plain MPI, comparing
 every result with PMPI) runs under LD_PRELOAD=libinca-mpi.so:
 
  1. with incad: every result right, every eligible call went through
-    libinca, none through its fallback, and incad's counters of the job
-    show the chunks the ranks completed: the test fails if the interposer
-    silently used PMPI;
+    libinca, on WORLD and on the communicators made from it (dup, split,
+    re-created after MPI_Comm_free), none through its fallback, and
+    incad's counters of the job show the chunks the ranks completed: the
+    test fails if the interposer silently used PMPI; the derived
+    communicators' jobs appear on incad and are gone after the run;
  2. with incad stopped: every result right, through libinca's fallback
     (PMPI);
  3. with incad killed in the middle of the run: every result right, part
@@ -85,17 +87,39 @@ def run_check(rack, args, stats, extra_env=None, during=None, timeout=600):
     return expect, st
 
 
+KINDS = ('allreduce', 'iallreduce', 'bcast', 'barrier', 'reduce', 'reduce_scatter',
+         'allgather', 'ibcast', 'ibarrier')
+
+
 def check_routed(expect, st):
-    """Every eligible call went through libinca (to incad or its fallback)."""
+    """Every eligible call went through libinca (to incad or its fallback),
+    on WORLD and on the communicators made from it."""
     for r, s in st.items():
-        for k in ('allreduce', 'iallreduce', 'bcast', 'barrier'):
+        for k in KINDS:
             assert s[k + '_inca'] == expect[k], \
                 'rank %d: %s_inca %d, mpi_check made %d' % (r, k, s[k + '_inca'], expect[k])
-        assert s['bytes_inca'] == expect['bytes']
+        assert s['bytes_inca'] == expect['bytes'], \
+            'rank %d: bytes_inca %d, want %d' % (r, s['bytes_inca'], expect['bytes'])
         assert s['errors'] == 0
+        # The dup, the halves and the re-created communicators had INCA
+        # jobs of their own; the one beyond INCA_MPI_MAX_COMMS had not;
+        # every INCA communicator was destroyed (MPI_Comm_free, or
+        # MPI_Finalize for the dup).
+        assert s['derived_inca'] == expect['derived'] and expect['derived'] > 0, \
+            'rank %d: derived_inca %d, want %d' % (r, s['derived_inca'], expect['derived'])
+        assert s['comms_inca'] == expect['comms_inca'], \
+            'rank %d: comms_inca %d, want %d' % (r, s['comms_inca'], expect['comms_inca'])
+        assert s['comms_pmpi'] == expect['comms_pmpi'], \
+            'rank %d: comms_pmpi %d, want %d' % (r, s['comms_pmpi'], expect['comms_pmpi'])
+        assert s['comms_freed'] == s['comms_inca']
         # The calls the interposer must leave alone: a double sum and a
-        # short product on WORLD (the split communicator is not WORLD).
+        # short product on every communicator under test.
         assert s['passed'] >= 2, 'rank %d: passed %d' % (r, s['passed'])
+
+
+def libinca_calls(expect):
+    """The collectives the interposer handed to libinca: one each."""
+    return sum(expect[k] for k in KINDS)
 
 
 def main():
@@ -118,22 +142,39 @@ def main():
     with rackctl.Rack('jmpi', workers=1, mode='aggregator') as rack:
         incad = rackctl.Incad(rack, args.incad, [(JOB, args.np)])
         with incad:
-            # 1. Through incad.
-            expect, st = run_check(rack, args, stats)
+            # 1. Through incad. Meanwhile, watch the jobs incad has: the
+            # derived communicators' jobs must appear, and all be gone
+            # (freed, LEAVE) once the run ends.
+            seen = set()
+
+            def watch_jobs(p):
+                while p.poll() is None:
+                    try:
+                        seen.update(int(j) for j in incad.tel.query('/incad/jobs'))
+                    except (OSError, ValueError, TypeError):
+                        pass
+                    time.sleep(0.05)
+            expect, st = run_check(rack, args, stats, during=watch_jobs)
             check_routed(expect, st)
+            log('rank 0 statistics: %s' % ' '.join('%s %s' % kv for kv in st[0].items()))
+            left = sorted(int(j) for j in incad.tel.query('/incad/jobs'))
+            log('incad jobs seen during the run: %s; left after it: %s' % (sorted(seen), left))
+            assert left == [JOB], 'jobs left on incad after the run: %s' % left
+            assert len(seen - {JOB}) >= 3, 'derived jobs seen on incad: %s' % (seen - {JOB})
             for r, s in st.items():
                 assert s['in_fallback'] == 0 and s['fallback_collectives'] == 0 and \
                     s['recoveries'] == 0, 'rank %d used the fallback: %s' % (r, s)
                 assert s['chunks'] > 0 and s['tx_bytes'] > expect['bytes'], \
                     'rank %d: chunks %d tx_bytes %d' % (r, s['chunks'], s['tx_bytes'])
                 assert s['chunks'] == st[0]['chunks']
+                assert s['world_chunks'] == st[0]['world_chunks']
             job = incad.job(JOB)
             log('incad job %d: %s' % (JOB, job))
             # At least every chunk the ranks completed (libinca adds a
             # closing round of its own before leaving).
-            assert job['COMPLETE'] >= st[0]['chunks'], \
+            assert job['COMPLETE'] >= st[0]['world_chunks'], \
                 'incad completed %d sets, ranks completed %d chunks' % (job['COMPLETE'],
-                                                                       st[0]['chunks'])
+                                                                       st[0]['world_chunks'])
             assert job['CONTRIB'] == args.np * job['COMPLETE']
             log('run 1 (incad): PASS, %d sets completed by incad' % job['COMPLETE'])
 
@@ -142,8 +183,7 @@ def main():
         check_routed(expect, st)
         for r, s in st.items():
             assert s['chunks'] == 0 and s['in_fallback'] == 1, 'rank %d: %s' % (r, s)
-            assert s['fallback_collectives'] == expect['allreduce'] + expect['iallreduce'] + \
-                expect['bcast'] + expect['barrier'], 'rank %d: %s' % (r, s)
+            assert s['fallback_collectives'] == libinca_calls(expect), 'rank %d: %s' % (r, s)
         log('run 2 (no incad): PASS through the PMPI fallback')
 
         # 3. incad killed once the run is under way.
