@@ -35,8 +35,8 @@
 #
 #   tools/bench/bench_storm.sh [--runs R] [--secs S] [--size B] [--workers N]
 #       [--storm-hosts H] [--storm-depth D] [--pool-size P] [--meter default,off]
-#       [--rate RATE] [--no-ping] [--perf] [--incad-args "ARGS"] [--build DIR]
-#       [--out DIR]
+#       [--rate RATE] [--no-ping] [--perf] [--eal-args "ARGS"] [--incad-args "ARGS"]
+#       [--build DIR] [--out DIR]
 #
 # Defaults: 3 runs of 4 s per condition, 256 KiB, 2 workers, 1 storm
 # address, 4 jobs in flight per address, 64-slot pools, both meter
@@ -72,6 +72,7 @@ PERF=0
 PERF_PID=
 STORM_RATE=0
 INCAD_ARGS=
+EAL_ARGS=
 BUILD=
 OUT=
 NAME=storm$$
@@ -101,6 +102,7 @@ while [ $# -gt 0 ]; do
 	--no-ping) PING=0; shift ;;
 	--perf) PERF=1; shift ;;
 	--incad-args) INCAD_ARGS=$2; shift 2 ;;
+	--eal-args) EAL_ARGS=$2; shift 2 ;;
 	--build) BUILD=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	*) usage ;;
@@ -212,12 +214,13 @@ EOF
 
 start_incad()
 {
-	local meter=$1 _ extra=()
+	local meter=$1 _ extra=() eal=()
 	write_conf "$meter" >"$TMP/incad_$meter.conf"
 	[ -n "$INCAD_ARGS" ] && read -r -a extra <<<"$INCAD_ARGS"
+	[ -n "$EAL_ARGS" ] && read -r -a eal <<<"$EAL_ARGS"
 	"$RACK" exec --name "$NAME" agg "$INCAD" --no-huge -m 512 --no-pci -l 0 \
-		--file-prefix "$NAME" --log-level lib.eal:error -- -c "$TMP/incad_$meter.conf" \
-		"${extra[@]}" >"$TMP/incad_$meter.log" 2>&1 &
+		--file-prefix "$NAME" --log-level lib.eal:error "${eal[@]}" -- \
+		-c "$TMP/incad_$meter.conf" "${extra[@]}" >"$TMP/incad_$meter.log" 2>&1 &
 	INCAD_PID=$!
 	for _ in $(seq 100); do
 		grep -q "lcore 0:" "$TMP/incad_$meter.log" 2>/dev/null && return 0
