@@ -376,6 +376,16 @@ perf_report()
 	echo "# meter $1: incad's I/O lcore during the last storm run (perf, self time, top 15)"
 	perf report -i "$TMP/perf.$1.data" --no-children --sort dso,sym --stdio 2>/dev/null |
 		grep -E '^ +[0-9.]+%' | head -15 | sed 's/^/#   /'
+	# Costs of the control path seen from below (incad has no frame
+	# pointers, so its own callers are not unwound): with callees. The
+	# slot pool's clearing is memset; the log's are write (stdout) and
+	# socket/connect/close (glibc's syslog without /dev/log); packet
+	# send/receive is the rack's kernel path every frame takes.
+	local syms='__memset_avx2_unaligned_erms|__GI___libc_write|__socket|__libc_connect|__close'
+	syms+='|__libc_sendto|__sched_yield|agg_job_create|agg_job_reset|agg_contribute'
+	echo "# meter $1: the same with callees, selected symbols"
+	perf report -i "$TMP/perf.$1.data" --children --sort sym --stdio 2>/dev/null |
+		grep -E "^ +[0-9.]+% +[0-9.]+% +\[.\] ($syms)\$" | sed 's/^/#   /'
 }
 
 summarise()

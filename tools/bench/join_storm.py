@@ -121,9 +121,10 @@ def main():
         return P.hdr_pack(type=M['LEAVE'], job=e.job, token=e.session, bitmap=e.secret)
 
     # Pacing: a cycle starts when a token is there; tokens accrue at
-    # --rate, at most one per job in flight.
+    # --rate, up to 5 ms of them (epoll sleeps whole milliseconds, so a
+    # smaller bucket would cap the rate below what was asked).
     pending = []
-    cap = float(len(socks) * a.depth)
+    cap = max(float(len(socks) * a.depth), a.rate * 0.005)
     tokens, t_tok = 1.0, time.monotonic()
 
     def refill(now):
