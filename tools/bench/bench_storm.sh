@@ -40,7 +40,7 @@
 #
 # Defaults: 3 runs of 4 s per condition, 256 KiB, 2 workers, 1 storm
 # address, 4 jobs in flight per address, 64-slot pools, both meter
-# settings, unlimited links: about 2.5 minutes.
+# settings, unlimited links: under 2 minutes on the 2-core host.
 #
 # CPUs: incad's lcore is pinned to CPU 0 (-l 0); the workers and the storm
 # client are pinned to the other CPUs, so that the storm reaches incad only
