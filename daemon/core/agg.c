@@ -148,8 +148,15 @@ agg_job_create(const struct agg_job_params *p)
 	if (rc != 0)
 		goto fail_sets;
 	j->acc_mem = mem;
-	/* Untouched accumulators would only ever be read after a write. */
-	memset(j->acc_mem, 0, nsets * stride);
+	/*
+	 * Not cleared: a set's first contribution writes its accumulator
+	 * (rule 1) and only a complete set's count lanes are read back, so
+	 * clearing would only fault the pages in, on the control path at every
+	 * JOIN that creates a job (12 us for a 64 x 360 pool, milliseconds for
+	 * 256 x 4096: the remaining cost of a JOIN/LEAVE storm,
+	 * docs/benchmarks.md). Untouched pages now fault in at the job's first
+	 * contributions, paid by the job that uses them.
+	 */
 
 	for (i = 0; i < nsets; i++) {
 		struct agg_set *s = &j->sets[i];
