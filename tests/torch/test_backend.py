@@ -28,14 +28,11 @@ reason.
 usage: test_backend.py --incad EXE --libinca LIBINCA_SO
 """
 
-import argparse
-import importlib.util
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -43,6 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'mpi'))
 import rackctl  # noqa: E402
 from rackctl import log  # noqa: E402
+from test_torch import job_of, setup  # noqa: E402
 
 PYTHON = '/usr/bin/python3'
 CHECK = os.path.join(HERE, 'backend_check.py')
@@ -65,10 +63,6 @@ def gloo_calls(world):
 # every root, 12 reduce_scatters, 3 barriers.
 def inca_calls(world):
     return 15 + 5 + 6 * world + 12 + 2 * world + 12 + 3
-
-
-def job_of(world):
-    return 40 + world
 
 
 def run(rack, args, tmp, world, what, backend='inca', extra_env=None, argv_extra=(),
@@ -142,20 +136,7 @@ def check_train(r, base, what):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--incad', required=True)
-    ap.add_argument('--libinca', required=True)
-    ap.add_argument('--worlds', default='2,4')
-    args = ap.parse_args()
-    rackctl.check_root()
-    rackctl.install_signal_handlers()
-    if importlib.util.find_spec('torch') is None:
-        rackctl.skip('python3-torch is not installed')
-    for f in (args.incad, args.libinca):
-        if not os.path.exists(f):
-            rackctl.skip('%s not built' % f)
-    worlds = [int(w) for w in args.worlds.split(',')]
-    tmp = tempfile.mkdtemp(prefix='inca-torch-backend-')
+    args, worlds, tmp = setup('backend')
 
     with rackctl.Rack('jtbk', workers=1, mode='aggregator') as rack:
         base = {w: run(rack, args, tmp, w, 'train', 'gloo') for w in worlds}

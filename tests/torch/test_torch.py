@@ -87,7 +87,9 @@ def compare(a, b, what):
     assert diff <= TOL, '%s: parameters differ from gloo by %g > %g' % (what, diff, TOL)
 
 
-def main():
+def setup(tag):
+    """The torch suite's command line and prerequisites (root, torch, the
+    built incad and libinca; a skip without them): (args, worlds, tmp)."""
     ap = argparse.ArgumentParser()
     ap.add_argument('--incad', required=True)
     ap.add_argument('--libinca', required=True)
@@ -101,7 +103,11 @@ def main():
         if not os.path.exists(f):
             rackctl.skip('%s not built' % f)
     worlds = [int(w) for w in args.worlds.split(',')]
-    tmp = tempfile.mkdtemp(prefix='inca-torch-test-')
+    return args, worlds, tempfile.mkdtemp(prefix='inca-torch-%s-' % tag)
+
+
+def main():
+    args, worlds, tmp = setup('test')
 
     with rackctl.Rack('jtorch', workers=1, mode='aggregator') as rack:
         base = {w: train(rack, args, tmp, w, 'gloo') for w in worlds}
