@@ -133,13 +133,19 @@ def join(job, rank, nworkers, token=TOKEN, pool_size=0, window=0, max_elems=0,
                           max_elems=max_elems, dtypes=dtypes, ops=ops), rank=rank, **kw)
 
 
+def contrib_msg(job, rank, values, slot=0, seq=0, flags=0, token=None, dtype=INT32, op=SUM,
+                offset=0, exp=0):
+    """A CONTRIB message (header and body) of @values."""
+    fmt = {INT32: '!%di', FP32: '!%df', FP16: '!%de'}[dtype] % len(values)
+    return hdr(CONTRIB, job=job, rank=rank, token=token, slot=slot, seq=seq, flags=flags,
+               count=len(values), dtype=dtype, op=op, offset=offset,
+               exp=exp) + struct.pack(fmt, *values)
+
+
 def contrib(job, rank, values, slot=0, seq=0, flags=0, token=None, dtype=INT32, op=SUM,
             offset=0, exp=0, **kw):
-    fmt = {INT32: '!%di', FP32: '!%df', FP16: '!%de'}[dtype] % len(values)
-    body = struct.pack(fmt, *values)
-    return udp_frame(hdr(CONTRIB, job=job, rank=rank, token=token, slot=slot, seq=seq,
-                         flags=flags, count=len(values), dtype=dtype, op=op,
-                         offset=offset, exp=exp) + body, rank=rank, **kw)
+    return udp_frame(contrib_msg(job, rank, values, slot, seq, flags, token, dtype, op,
+                                 offset, exp), rank=rank, **kw)
 
 
 class Msg:

@@ -27,7 +27,7 @@ from incadtest import (  # noqa: E402
     MAX, MIN, NACK, NACK_REASONS, RESULT, SUM, TOKEN, UDP, Ether, Raw, agg_ip,
     agg_mac, base_config, check, checksums_ok, contrib, ctrl, hdr, incad_path, join,
     main, member_secret, run_incad, session, udp_frame, worker_ip, worker_mac, SESSION_SEED,
-    AGG_QKEY, AGG_QPN, BTH, CAP_ROCE, DETH, ROCE_PORT, UD_SEND_ONLY, roce_ext, roce_frame,
+    AGG_QKEY, AGG_QPN, CAP_ROCE, contrib_msg, ROCE_PORT, UD_SEND_ONLY, roce_ext, roce_frame,
     roce_icrc_ok, roce_msgs)
 
 def results(run, port=0):
@@ -844,9 +844,7 @@ def roce_join(job, rank, nworkers, qpn, qkey, max_elems=0, **kw):
 
 
 def roce_contrib(job, rank, values, qpn, slot=0, seq=0, flags=0, dtype=INT32, op=SUM, **kw):
-    fmt = {INT32: '!%di', FP32: '!%df', FP16: '!%de'}[dtype] % len(values)
-    msg = hdr(CONTRIB, job=job, rank=rank, token=session(job), slot=slot, seq=seq,
-              flags=flags, count=len(values), dtype=dtype, op=op) + struct.pack(fmt, *values)
+    msg = contrib_msg(job, rank, values, slot=slot, seq=seq, flags=flags, dtype=dtype, op=op)
     return roce_frame(msg, rank=rank, qpn=qpn, psn=seq & 0xffffff, **kw)
 
 
