@@ -146,6 +146,28 @@ BAD_CONFIGS = [
      'jobs = ( { id = 2; tenant = "t"; nworkers = 2;\n'
      ' parent = { address = "10.0.0.2"; rank = 0; nworkers = 2;\n via = "up"; }; } );\n', 5,
      "no port named 'up'"),
+    # Arbitration between priority classes (docs/incad.md, "Priorities and
+    # arbitration"): a policy it does not know, wrr without weights, a
+    # priority wrr gives no weight, weights under strict, no capacity.
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'arbitration = { capacity_mbps = 100;\n policy = "fair"; };\n', 3,
+     'arbitration policy must be "strict" or "wrr", not "fair"'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'arbitration = {\n capacity_mbps = 100; policy = "wrr"; };\n', 2,
+     "needs 'weights'"),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'tenants = ( { name = "t"; token = 5; } );\n'
+     'jobs = ( { id = 2; tenant = "t"; nworkers = 2; priority = 3; } );\n'
+     'arbitration = { capacity_mbps = 100; policy = "wrr"; weights = [1, 2]; };\n', 4,
+     'job 2 has priority 3'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'arbitration = { capacity_mbps = 100; policy = "strict";\n weights = [1, 2]; };\n', 3,
+     'only apply to policy "wrr"'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'arbitration = { policy = "strict"; };\n', 2, "missing key 'capacity_mbps'"),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'tenants = (\n { name = "t"; token = 5; priority = 8; }\n);\n', 3,
+     "'priority' = 8 is out of range"),
 ]
 
 
