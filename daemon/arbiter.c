@@ -103,7 +103,8 @@ incad_arb_timer(struct incad_lcore *lc __rte_unused, uint64_t now)
 		for (i = 0; i < incad.nlcores; i++)
 			offered += __atomic_load_n(&incad.lcores[i].st.class_offered[c],
 						   __ATOMIC_RELAXED);
-		demand[c] = (offered - incad_arb.last_offered[c]) * incad.hz / dt;
+		demand[c] = arb_demand_estimate(incad_arb.demand[c],
+						(offered - incad_arb.last_offered[c]) * incad.hz / dt);
 		incad_arb.last_offered[c] = offered;
 	}
 	incad_arb.last_tsc = now;

@@ -30,7 +30,8 @@ struct incad_arb_state {
 	 */
 	uint32_t active;
 	struct rte_meter_srtcm_profile prof[2][INCAD_PRIO_CLASSES];
-	/* The last interval's figures (bytes per second), for telemetry. */
+	/* The classes' demand estimates (core/arb.h) and the rates they were
+	 * given, bytes per second; written by the I/O lcore only. */
 	uint64_t demand[INCAD_PRIO_CLASSES];
 	uint64_t allow[INCAD_PRIO_CLASSES];
 	/* I/O lcore only. */

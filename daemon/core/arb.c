@@ -105,3 +105,12 @@ arb_shares(enum arb_policy policy, uint64_t capacity, const uint32_t *weights,
 	else
 		strict_shares(capacity, demand, allow);
 }
+
+uint64_t
+arb_demand_estimate(uint64_t prev, uint64_t measured)
+{
+	/* Rounded up, so that it reaches 0. */
+	uint64_t decayed = prev - (prev + 7) / 8;
+
+	return measured > decayed ? measured : decayed;
+}

@@ -30,4 +30,15 @@ enum arb_policy {
 void arb_shares(enum arb_policy policy, uint64_t capacity, const uint32_t *weights,
 		const uint64_t *demand, uint64_t *allow);
 
+/*
+ * A class's demand estimate after an interval in which it offered
+ * @measured (bytes per second), from the last estimate @prev: the larger
+ * of the two, the old one decaying by an eighth per interval. Traffic is
+ * bursty at the scale of an interval (a window waits for its results):
+ * were the shares computed from the last interval alone, a class idle for
+ * one interval would have its share lent out just as its next burst
+ * comes, and the classes together would pass more than the capacity.
+ */
+uint64_t arb_demand_estimate(uint64_t prev, uint64_t measured);
+
 #endif /* INCA_ARB_H */

@@ -134,6 +134,24 @@ START_TEST(test_wrr_no_weight)
 }
 END_TEST
 
+/* The estimate follows a rise at once and decays by an eighth per interval. */
+START_TEST(test_demand_estimate)
+{
+	uint64_t e = 0;
+	int i;
+
+	e = arb_demand_estimate(e, 800);
+	ck_assert_uint_eq(e, 800);
+	e = arb_demand_estimate(e, 0);
+	ck_assert_uint_eq(e, 700);
+	e = arb_demand_estimate(e, 750);
+	ck_assert_uint_eq(e, 750);
+	for (i = 0; i < 200; i++)
+		e = arb_demand_estimate(e, 0);
+	ck_assert_uint_eq(e, 0);
+}
+END_TEST
+
 static Suite *
 arb_suite(void)
 {
@@ -149,6 +167,7 @@ arb_suite(void)
 		{"wrr_lends_spare", test_wrr_lends_spare},
 		{"wrr_weight_order", test_wrr_weight_order},
 		{"wrr_no_weight", test_wrr_no_weight},
+		{"demand_estimate", test_demand_estimate},
 	};
 	unsigned int i;
 
