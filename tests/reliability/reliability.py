@@ -861,6 +861,7 @@ def prio_case(policy):
             time.sleep(0.1)
         t1, a1 = time.monotonic(), tel.query('/incad/arbitration')
         j1 = {j: job_info(tel, j) for j in (100, 200)}
+        ctl = incactl_arbitration(d)
         hi_running = any(e['proc'].poll() is None for e in hi)
         lo_running = any(e['proc'].poll() is None for e in lo)
         check(procs.wait(240, hi + lo), 'the jobs did not finish')
@@ -885,6 +886,10 @@ def prio_case(policy):
         drops = tel.query('/incad/drops')
         check(drops.get('incad/PRIO_HELD', 0) == held[200], 'incad/PRIO_HELD %s, job 200 %d',
               drops.get('incad/PRIO_HELD'), held[200])
+        check(ctl['policy'] == policy and ctl['capacity_mbps'] == cap and
+              ctl['5']['jobs'] == [100] and ctl['1']['jobs'] == [200] and
+              ctl['5']['measured_mbps'] > ctl['1']['measured_mbps'],
+              'incactl arbitration --measure: %s', ctl)
         if policy == 'strict':
             check(all(h == cap * 1000 for h, _, _ in allowed),
                   'strict: class 5 was not always allowed the capacity: %s', allowed)
@@ -896,6 +901,15 @@ def prio_case(policy):
                'passed %.1f Mbit/s, priority 1 %.1f Mbit/s over %.2f s; job 200 held %d '
                'contributions, job 100 none; both exact', policy, cap, tenant_rate,
                mbps['5'], mbps['1'], dt, held[200])
+
+
+def incactl_arbitration(d):
+    """tools/incactl arbitration --json --measure 0.5 against incad @d."""
+    p = subprocess.run([PYTHON, os.path.join(HERE, '..', '..', 'tools', 'incactl'),
+                        '--prefix', d.prefix, 'arbitration', '--json', '--measure', '0.5'],
+                       capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0, 'incactl arbitration: %d %s', p.returncode, p.stderr)
+    return json.loads(p.stdout)
 
 
 def test_prio_strict():
