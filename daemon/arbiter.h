@@ -8,8 +8,8 @@
  * recomputes every interval from the classes' measured demand
  * (core/arb.c says how the capacity is shared out). A contribution its
  * class's meter marks red is held back: dropped before it is counted, as
- * if lost (incad/PRIO_HELD), and its sender's retransmission timer, which
- * backs off exponentially, paces it.
+ * if lost (incad/PRIO_HELD), and answered with NACK HELD, on which its
+ * sender retries that chunk only on its backed-off retransmission timer.
  */
 #ifndef INCAD_ARBITER_H
 #define INCAD_ARBITER_H

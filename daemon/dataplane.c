@@ -493,6 +493,10 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	if (unlikely(incad_arb.on) && !incad_arb_pass(lc, job->prio, rte_pktmbuf_pkt_len(m))) {
 		js->c[INCAD_JOB_DROP]++;
 		js->c[INCAD_JOB_PRIO_HELD]++;
+		/* The member (its address was checked above) backs the chunk
+		 * off to its full timer instead of retrying it at once: a
+		 * header-only frame that saves a storm of retransmissions. */
+		send_nack(lc, meta, mb, INCA_NACK_HELD);
 		incad_drop_mbuf(lc, m, INCAD_DROP_PRIO_HELD);
 		return;
 	}

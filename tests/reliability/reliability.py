@@ -865,10 +865,17 @@ def prio_case(policy):
         hi_running = any(e['proc'].poll() is None for e in hi)
         lo_running = any(e['proc'].poll() is None for e in lo)
         check(procs.wait(240, hi + lo), 'the jobs did not finish')
+        outs = {}
         for name, vs in (('high job', hi), ('low job', lo)):
-            out = bench_result(procs, vs, name)
+            outs[name] = out = bench_result(procs, vs, name)
             check_rows(out, name)
             check(out['stats']['recoveries'] == 0, '%s fell back: %s', name, out['stats'])
+        # NACK HELD reaches the held job's workers (rank 0's count), and
+        # only them: libinca backs those chunks off to their full timer.
+        st_lo, st_hi = outs['low job']['stats'], outs['high job']['stats']
+        check(st_lo['nacks_held'] > 0 and st_hi['nacks_held'] == 0,
+              'NACK HELD received: low job rank 0 %d, high job rank 0 %d',
+              st_lo['nacks_held'], st_hi['nacks_held'])
         check(hi_running and lo_running, 'a job finished inside the window: it proves nothing')
         dt = t1 - t0
         got = {c: a1[c]['passed_bytes'] - a0[c]['passed_bytes'] for c in ('5', '1')}
@@ -886,6 +893,9 @@ def prio_case(policy):
         drops = tel.query('/incad/drops')
         check(drops.get('incad/PRIO_HELD', 0) == held[200], 'incad/PRIO_HELD %s, job 200 %d',
               drops.get('incad/PRIO_HELD'), held[200])
+        # One NACK per held contribution (fewer only if mbufs ran out).
+        nacks = tel.query('/incad/stats').get('nack/HELD', 0)
+        check(0 < nacks <= held[200], 'nack/HELD %d for %d held', nacks, held[200])
         check(ctl['policy'] == policy and ctl['capacity_mbps'] == cap and
               ctl['5']['jobs'] == [100] and ctl['1']['jobs'] == [200] and
               ctl['5']['measured_mbps'] > ctl['1']['measured_mbps'],
@@ -899,8 +909,9 @@ def prio_case(policy):
         tel.close()
         figure('arbitration %s, capacity %d Mbit/s, both tenants at %d Mbit/s: priority 5 '
                'passed %.1f Mbit/s, priority 1 %.1f Mbit/s over %.2f s; job 200 held %d '
-               'contributions, job 100 none; both exact', policy, cap, tenant_rate,
-               mbps['5'], mbps['1'], dt, held[200])
+               'contributions in all (%d NACK HELD sent; its rank 0 retransmitted %d), '
+               'job 100 none; both exact', policy, cap, tenant_rate,
+               mbps['5'], mbps['1'], dt, held[200], nacks, st_lo['retransmits'])
 
 
 def incactl_arbitration(d):
