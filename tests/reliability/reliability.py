@@ -890,6 +890,12 @@ def prio_case(policy):
         fin = tel.query('/incad/arbitration')
         check(held[100] == 0 and fin['5']['held'] == 0 and fin['1']['held'] == held[200],
               'held: jobs %s, classes 5: %d, 1: %d', held, fin['5']['held'], fin['1']['held'])
+        prom = incactl_metrics(d)
+        check(prom['incad_class_held_total'][(('priority', '1'),)] == held[200] and
+              prom['incad_class_held_total'][(('priority', '5'),)] == 0 and
+              prom['incad_class_passed_bytes_total'][(('priority', '5'),)] ==
+              fin['5']['passed_bytes'],
+              'exporter: %s', {k: v for k, v in prom.items() if 'class' in k})
         drops = tel.query('/incad/drops')
         check(drops.get('incad/PRIO_HELD', 0) == held[200], 'incad/PRIO_HELD %s, job 200 %d',
               drops.get('incad/PRIO_HELD'), held[200])
@@ -921,6 +927,18 @@ def incactl_arbitration(d):
                        capture_output=True, text=True, timeout=30)
     check(p.returncode == 0, 'incactl arbitration: %d %s', p.returncode, p.stderr)
     return json.loads(p.stdout)
+
+
+def incactl_metrics(d):
+    """The samples of incactl's Prometheus exporter for incad @d, from its
+    collect() (the exposition itself needs prometheus_client)."""
+    from importlib.machinery import SourceFileLoader
+    import types
+    loader = SourceFileLoader('incactl', os.path.join(HERE, '..', '..', 'tools', 'incactl'))
+    mod = types.ModuleType(loader.name)
+    loader.exec_module(mod)
+    return {name: {tuple(sorted(lab.items())): v for lab, v in samples}
+            for name, (_, _, samples) in mod.collect(mod.socket_path(d.prefix)).fams.items()}
 
 
 def test_prio_strict():
