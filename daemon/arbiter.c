@@ -98,13 +98,16 @@ incad_arb_timer(struct incad_lcore *lc __rte_unused, uint64_t now)
 	if (!incad_arb.on || dt < incad_arb.period)
 		return;
 	for (c = 0; c < INCAD_PRIO_CLASSES; c++) {
-		uint64_t offered = 0;
+		uint64_t offered = 0, rate;
 
 		for (i = 0; i < incad.nlcores; i++)
 			offered += __atomic_load_n(&incad.lcores[i].st.class_offered[c],
 						   __ATOMIC_RELAXED);
-		demand[c] = arb_demand_estimate(incad_arb.demand[c],
-						(offered - incad_arb.last_offered[c]) * incad.hz / dt);
+		/* In floating point: bytes times cycles per second overflows 64
+		 * bits when the timer was late by seconds at line rate. */
+		rate = (uint64_t)((double)(offered - incad_arb.last_offered[c]) *
+				  (double)incad.hz / (double)dt);
+		demand[c] = arb_demand_estimate(incad_arb.demand[c], rate);
 		incad_arb.last_offered[c] = offered;
 	}
 	incad_arb.last_tsc = now;

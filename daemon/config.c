@@ -818,8 +818,8 @@ check_weights(struct parser *p, const config_setting_t *root, const struct incad
 	for (i = 0; i < c->njobs; i++)
 		if (c->jobs[i].priority >= c->arb.nweights)
 			perr(p, g, "arbitration: job %u has priority %u, which 'weights' "
-				   "(%u entries) gives no weight", c->jobs[i].id, c->jobs[i].priority,
-			     c->arb.nweights);
+				   "(%u entries) gives no weight", c->jobs[i].id,
+			     c->jobs[i].priority, c->arb.nweights);
 }
 
 /* Checks across sections, once everything is read. */

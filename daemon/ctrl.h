@@ -164,7 +164,7 @@ struct incad_job {
 	struct incad_view *view;           /* RCU-published */
 	struct incad_uplink *up;           /* tree leaf: the parent (NULL: a root) */
 	uint32_t paused;                   /* sets being reset: contributions drop */
-	uint8_t prio;                      /* arbitration class (static: config, dynamic: tenant's) */
+	uint8_t prio;                      /* arbitration class: the job's or its tenant's */
 	uint64_t last_seen[INCA_MAX_WORKERS]; /* timer cycles; written by any lcore */
 	struct incad_job_stats st[INCAD_MAX_LCORES];
 	/* Control plane only. */
