@@ -162,8 +162,13 @@ for k in range(4 * pool):
                            job=1, rank=r, token=session, slot=k % pool,
                            flags=P.F_SET if (k // pool) % 2 else 0, seq=k,
                            offset=k * elems, count=elems) + body, data=True)
+# A LEAVE without the member secret of its JOIN_ACK is dropped (issue 17):
+# the job would never reset, and every later cycle would measure STALE drops.
+sys.path.insert(0, sys.argv[1] + '/../dpdk')
+from incadtest import member_secret  # noqa: E402
 for r in range(nw):
-    send(r, P.hdr_pack(type=P.MSG['LEAVE'], job=1, rank=r, token=session))
+    send(r, P.hdr_pack(type=P.MSG['LEAVE'], job=1, rank=r, token=session,
+                       bitmap=member_secret(1, r, seed=int(sys.argv[10], 0))))
 P.write_pcap(path, frames)
 print('pcap%s: %d frames per cycle, %d contributions of %d bytes'
       % (' (RoCEv2)' if roce else '', len(frames), 4 * pool * nw, len(frames[nw])),
