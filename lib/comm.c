@@ -683,8 +683,14 @@ inca_comm_info_sized(const struct inca_comm *c, struct inca_comm_info *info, siz
 	 * stripe is, and the footprint of all. */
 	if (c->nstripes > 0) {
 		inca_comm_info_sized(c->stripe[0], &i, sizeof(i));
-		for (s = 1; s < c->nstripes; s++)
-			i.in_fallback |= c->stripe[s]->in_fallback;
+		for (s = 1; s < c->nstripes; s++) {
+			struct inca_comm_info o;
+
+			inca_comm_info_sized(c->stripe[s], &o, sizeof(o));
+			i.in_fallback |= o.in_fallback;
+			i.gso_sends += o.gso_sends;
+			i.gro_pkts += o.gro_pkts;
+		}
 		i.footprint = c->footprint;
 		memcpy(info, &i, size < sizeof(i) ? size : sizeof(i));
 		return;
@@ -700,5 +706,10 @@ inca_comm_info_sized(const struct inca_comm *c, struct inca_comm_info *info, siz
 	i.evict_ms = c->evict_ms;
 	i.footprint = c->footprint;
 	i.session = li_session(c);
+	if (c->tp != NULL) {
+		i.transport = c->tops == &li_udp_ops ? INCA_TRANSPORT_UDP : c->o.transport;
+		if (c->tops->info != NULL)
+			c->tops->info(c->tp, &i);
+	}
 	memcpy(info, &i, size < sizeof(i) ? size : sizeof(i));
 }

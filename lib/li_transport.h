@@ -68,6 +68,8 @@ struct li_transport_ops {
 	unsigned (*max_elems)(const struct li_transport *t);
 	/* The UDP socket control messages go out on, for the keepalive thread's send(). */
 	int (*ctrl_fd)(const struct li_transport *t);
+	/* Optional: add the transport's offloads and counters to @info. */
+	void (*info)(const struct li_transport *t, struct inca_comm_info *info);
 };
 
 extern const struct li_transport_ops li_udp_ops;
@@ -85,6 +87,15 @@ extern const struct li_transport_ops li_verbs_ops;
 int li_transport_open(int kind, const struct li_transport_ops **ops, struct li_transport **t,
 		      const struct sockaddr_in *agg, const struct sockaddr_in *bind,
 		      size_t rcvbuf, unsigned window);
+/*
+ * Cut a UDP GRO train of @len bytes at @buf, segments of @seg bytes (the
+ * last one shorter; 0: one datagram), into @pkts[0..n) from byte *@off
+ * on, copying; a segment larger than its buffer is reported with length 0.
+ * Advances *@off; returns the datagrams written. udp.c.
+ */
+unsigned li_udp_gro_split(const uint8_t *buf, size_t len, size_t seg, size_t *off,
+			  struct li_pkt *pkts, unsigned n);
+
 /* INCA_TRANSPORT's value @s to an enum inca_transport, -1 if it names none. */
 int li_transport_parse(const char *s);
 

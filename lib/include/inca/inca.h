@@ -464,6 +464,11 @@ struct inca_comm_info {
 	uint32_t evict_ms;     /**< silence after which the aggregator evicts */
 	size_t footprint;      /**< bytes the communicator allocated */
 	uint32_t session;      /**< session token of the incarnation joined (0: none) */
+	int transport;         /**< enum inca_transport in use (after any fallback) */
+	int udp_gso;           /**< 1: datagrams to the aggregator leave as UDP GSO buffers */
+	int udp_gro;           /**< 1: the UDP socket takes GRO trains (UDP_GRO) */
+	uint64_t gso_sends;    /**< send calls that carried several datagrams as one GSO buffer */
+	uint64_t gro_pkts;     /**< datagrams received inside GRO trains */
 };
 
 /**
