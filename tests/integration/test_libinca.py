@@ -36,15 +36,17 @@ def bench_argv(rack, job, rank, n, extra):
             '-r', str(rank), '-n', str(n), '--json', '-G', '5000'] + list(extra)
 
 
-def run_benches(rack, groups, timeout):
+def run_benches(rack, groups, timeout, env=None):
     """groups: list of (job, nworkers, nodes, extra args). Runs every
-    worker of every group at once; returns rank 0's JSON of each group."""
+    worker of every group at once (in environment env, default ours);
+    returns rank 0's JSON of each group."""
     procs = []
     try:
         for job, n, nodes, extra in groups:
             for rank in range(n):
                 p = rack.popen(nodes[rank], bench_argv(rack, job, rank, n, extra),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env)
                 procs.append((job, rank, p))
         end = time.monotonic() + timeout
         outs, bad = {}, []
@@ -115,6 +117,44 @@ def test_libinca_4():
 
 def test_libinca_8():
     sweep(8)
+
+
+def test_libinca_gso():
+    """UDP GSO on send and UDP GRO on receive, with GRO on the workers'
+    links as a NIC has it (the rack turns it off): every dtype and op exact
+    through incad with both on, and contributions left as GSO buffers.
+    INCA_UDP_GSO=0 turns them off, and results stay exact.
+
+    Results are not asserted to arrive in GRO trains: incad's af_packet
+    port sends frame by frame and the worker's veth runs its NAPI poll
+    after each one, so there is never a second frame to merge with
+    (test_udp shows the trains through the loopback)."""
+    n = 4
+    with Rack('libgso', workers=n) as rack, \
+            Incad(rack, INCAD, conf_args=['--jobs', '1', '--nworkers', str(n)]):
+        for i in range(n):
+            rack.run(i, ['ethtool', '-K', 'eth0', 'gro', 'on'], check=True,
+                     capture_output=True)
+        out = run_benches(rack, [(1, n, list(range(n)),
+                                  ['-d', 'all', '-o', 'all', '-s', SIZES, '-i', '2',
+                                   '-x', '1'])], timeout=240,
+                          env=dict(os.environ, INCA_UDP_GSO='1'))[1]
+        check_sweep(out, n)
+        st = out['stats']
+        log('offloads on: udp_gso %s, udp_gro %s, stats of rank 0: %s'
+            % (out['udp_gso'], out['udp_gro'], st))
+        check(out['udp_gso'] and out['udp_gro'], 'offloads not on: %s', out)
+        check(st['gso_sends'] > 0, 'no GSO send: %s', st)
+
+        out = run_benches(rack, [(1, n, list(range(n)),
+                                  ['-d', 'int32,fp32', '-o', 'sum', '-s', SIZES, '-i', '2',
+                                   '-x', '1'])], timeout=240,
+                          env=dict(os.environ, INCA_UDP_GSO='0'))[1]
+        check_sweep(out, n, dtypes=2, ops=1)
+        st = out['stats']
+        check(not out['udp_gso'] and not out['udp_gro'], 'INCA_UDP_GSO=0 ignored: %s', out)
+        check(st['gso_sends'] == 0 and st['gro_pkts'] == 0, 'offloads used: %s', st)
+        log('INCA_UDP_GSO=0: %d results exact, no offload used' % len(out['results']))
 
 
 def test_libinca_two_jobs():
