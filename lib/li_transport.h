@@ -23,9 +23,9 @@ struct li_transport;
 struct inca_roce_ext;
 
 /*
- * A way to exchange INCA messages with one aggregator: kernel UDP (udp.c)
- * and RoCEv2 UD queue pairs with UDP for control (verbs.c); DPDK or AF_XDP
- * ones would plug in here. Errors are negative INCA_E* codes.
+ * A way to exchange INCA messages with one aggregator: kernel UDP (udp.c),
+ * RoCEv2 UD queue pairs with UDP for control (verbs.c) and AF_XDP with UDP
+ * for control (xdp.c); a DPDK one would plug in here. Errors are negative INCA_E* codes.
  */
 struct li_transport_ops {
 	const char *name;
@@ -76,12 +76,17 @@ extern const struct li_transport_ops li_udp_ops;
 #if INCA_HAVE_VERBS
 extern const struct li_transport_ops li_verbs_ops;
 #endif
+#if INCA_HAVE_XDP
+extern const struct li_transport_ops li_xdp_ops;
+#endif
 
 /*
  * Open the transport @kind (enum inca_transport, resolved) into @ops and
  * @t. A verbs transport that cannot start here (built without libibverbs,
  * no RDMA device, no RoCE v2 GID for the local address, a verbs call
- * failing) is logged once with the reason and replaced by udp: the choice
+ * failing), or an xdp one (built without libxdp, no permission, an
+ * interface without XDP or with another program) is logged once with the
+ * reason and replaced by udp: the choice
  * of transport never fails a communicator. transport.c.
  */
 int li_transport_open(int kind, const struct li_transport_ops **ops, struct li_transport **t,

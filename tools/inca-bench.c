@@ -67,7 +67,7 @@ cpu_us(void)
 static const char *
 transport_name(int kind)
 {
-	return kind == INCA_TRANSPORT_VERBS ? "verbs" : "udp";
+	return kind == INCA_TRANSPORT_VERBS ? "verbs" : kind == INCA_TRANSPORT_XDP ? "xdp" : "udp";
 }
 
 static double
@@ -861,14 +861,17 @@ main(int argc, char **argv)
 			printf("],\"stats\":{\"retransmits\":%llu,\"replays\":%llu,"
 			       "\"recoveries\":%llu,\"fallback_calls\":%llu,"
 			       "\"fallback_collectives\":%llu,\"rejoins\":%llu,"
-			       "\"chunks\":%llu,\"gso_sends\":%llu,\"gro_pkts\":%llu}}\n",
+			       "\"chunks\":%llu,\"gso_sends\":%llu,\"gro_pkts\":%llu,"
+			       "\"xdp_tx_pkts\":%llu,\"xdp_rx_pkts\":%llu}}\n",
 			       (unsigned long long)st.retransmits, (unsigned long long)st.replays,
 			       (unsigned long long)st.recoveries,
 			       (unsigned long long)st.fallback_calls,
 			       (unsigned long long)st.fallback_collectives,
 			       (unsigned long long)st.rejoins, (unsigned long long)st.chunks,
 			       (unsigned long long)info.gso_sends,
-			       (unsigned long long)info.gro_pkts);
+			       (unsigned long long)info.gro_pkts,
+			       (unsigned long long)info.xdp_tx_pkts,
+			       (unsigned long long)info.xdp_rx_pkts);
 		else if (!b.csv)
 			printf("# rank 0: %llu packets sent (%llu GSO sends), %llu received (%llu in "
 			       "GRO trains), %llu retransmitted, %llu replays, %llu recoveries%s\n",

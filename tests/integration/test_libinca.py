@@ -157,6 +157,78 @@ def test_libinca_gso():
         log('INCA_UDP_GSO=0: %d results exact, no offload used' % len(out['results']))
 
 
+def xdp_programs(rack, n):
+    """Workers whose eth0 still has an XDP program attached."""
+    left = []
+    for i in range(n):
+        out = rack.run(i, ['ip', '-d', 'link', 'show', 'dev', 'eth0'], check=True,
+                       capture_output=True, text=True).stdout
+        if 'prog/xdp' in out or 'xdpgeneric' in out:
+            left.append(i)
+    return left
+
+
+def test_libinca_xdp():
+    """INCA_TRANSPORT=xdp: every dtype and op exact through incad with
+    contributions and results through AF_XDP sockets on the workers' veths
+    (generic XDP, copy mode), control on UDP; the XDP program is gone from
+    the interfaces when the workers end."""
+    n = 4
+    with Rack('libxdp', workers=n) as rack, \
+            Incad(rack, INCAD, conf_args=['--jobs', '1', '--nworkers', str(n)]):
+        out = run_benches(rack, [(1, n, list(range(n)),
+                                  ['-d', 'all', '-o', 'all', '-s', SIZES, '-i', '2',
+                                   '-x', '1'])], timeout=240,
+                          env=dict(os.environ, INCA_TRANSPORT='xdp'))[1]
+        check_sweep(out, n)
+        st = out['stats']
+        log('xdp: transport %s, stats of rank 0: %s' % (out['transport'], st))
+        check(out['transport'] == 'xdp', 'rank 0 runs %s, not xdp', out['transport'])
+        check(st['xdp_tx_pkts'] > 0 and st['xdp_rx_pkts'] > 0,
+              'no datagram through the AF_XDP socket: %s', st)
+        left = xdp_programs(rack, n)
+        check(not left, 'XDP program left on the eth0 of workers %s', left)
+
+
+def test_libinca_xdp_fallback():
+    """INCA_TRANSPORT=xdp where it cannot start: rank 0 runs without
+    CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF and CAP_SYS_ADMIN, logs one warning
+    and runs over udp in the same job as three xdp ranks; every result is
+    exact."""
+    n = 4
+    env = dict(os.environ, INCA_TRANSPORT='xdp')
+    args = ['-d', 'int32,fp32', '-o', 'sum', '-s', SIZES, '-i', '2', '-x', '1']
+    with Rack('libxfb', workers=n) as rack, \
+            Incad(rack, INCAD, conf_args=['--jobs', '1', '--nworkers', str(n)]):
+        procs = []
+        try:
+            for rank in range(n):
+                argv = bench_argv(rack, 1, rank, n, args)
+                if rank == 0:
+                    argv = ['setpriv', '--inh-caps=-all',
+                            '--bounding-set=-net_admin,-net_raw,-bpf,-sys_admin,-perfmon',
+                            '--'] + argv + ['-v']
+                procs.append(rack.popen(rank, argv, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, env=env))
+            outs = [p.communicate(timeout=120) for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        for rank, p in enumerate(procs):
+            check(p.returncode == 0, 'rank %d: exit status %d: %s', rank, p.returncode,
+                  outs[rank][1][-1000:])
+        warn = [line for line in outs[0][1].splitlines() if 'INCA_TRANSPORT=xdp' in line]
+        log('rank 0: %s' % warn)
+        check(len(warn) == 1 and 'using udp' in warn[0],
+              'rank 0 did not warn once of the fallback: %r', outs[0][1][-2000:])
+        out = json.loads(outs[0][0])
+        check_sweep(out, n, dtypes=2, ops=1)
+        check(out['transport'] == 'udp' and out['stats']['xdp_tx_pkts'] == 0,
+              'rank 0 did not fall back to udp: %s', out)
+
+
 def test_libinca_two_jobs():
     """Two jobs of 4 workers on the same 4 hosts at once: each gets its
     own exact results."""
