@@ -449,8 +449,12 @@ xdp_send_batch(struct li_transport *t, const struct li_pkt *pkts, unsigned n)
 	 * on udp (the filter passes its answer to the kernel too). */
 	for (m = 0; m < n && m < t->nfree && pkts[m].len <= XF_MAX_FRAME - XF_HDRS; m++)
 		;
-	if (m == 0 && t->nfree > 0)
-		return li_udp_ops.send_batch(t->udp, pkts, 1);
+	if (m == 0 && t->nfree > 0) {
+		/* A run of datagrams too long for a frame: one udp batch. */
+		while (m < n && pkts[m].len > XF_MAX_FRAME - XF_HDRS)
+			m++;
+		return li_udp_ops.send_batch(t->udp, pkts, m);
+	}
 	m = xsk_ring_prod__reserve(&t->tx, m, &idx);
 	for (k = 0; k < m; k++) {
 		struct xdp_desc *d = xsk_ring_prod__tx_desc(&t->tx, idx + k);
