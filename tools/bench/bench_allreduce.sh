@@ -12,7 +12,8 @@
 #   tools/bench/bench_allreduce.sh [--workers N[,N...]] [--mtu M[,M...]]
 #       [--rate RATE] [--mode switch|aggregator] [--runs R]
 #       [--sizes pow2|pow4|B,B,...] [--iters I] [--iters-large I]
-#       [--systems inca,inca-nogso,ompi-ring,ompi-default] [--window W] [--max-elems E]
+#       [--systems inca,inca-nogso,inca-xdp,ompi-ring,ompi-default] [--window W]
+#       [--max-elems E]
 #       [--mpi-busy-poll] [--inca-args "ARGS"] [--incad-args "ARGS"]
 #       [--build DIR] [--out DIR]
 #       [--name PREFIX] [--keep]
@@ -20,7 +21,8 @@
 # Defaults: 4 workers, MTU 1500, 500mbit, switch mode, 3 runs, sizes 4 KiB
 # to 64 MiB in steps of 4, systems inca, ompi-ring and ompi-default.
 # inca-nogso is inca with INCA_UDP_GSO=0 (no UDP GSO / GRO in libinca), the
-# baseline of the offloads. inca rows carry inca-bench's CPU-seconds per
+# baseline of the offloads; inca-xdp is inca with INCA_TRANSPORT=xdp (its
+# frames bypass the worker's tbf qdisc: compare it with --rate 0). inca rows carry inca-bench's CPU-seconds per
 # GiB reduced (user + system time of each worker process, mean over ranks).
 #
 # Method. For each (N, MTU) one rack (tools/rack up --rate, switch mode:
@@ -230,17 +232,18 @@ chmod +x "$AGENT"
 # run_inca N MTU RUN SYSTEM: one inca-bench per worker; rows into raw.csv.
 run_inca()
 {
-	local n=$1 mtu=$2 run=$3 sys=$4 r pids=() fail=0 ld log gso=1
+	local n=$1 mtu=$2 run=$3 sys=$4 r pids=() fail=0 ld log gso=1 tp=udp
 	local args=(-a 10.77.0.1 -j 1 -t 0x494E4341 -n "$n" -s "$SIZE_LIST" -d fp32 -o sum
 		-i "$ITERS" -I "$ITERS_LARGE" -x 2 -L "$LINK" -U "$mtu" --csv)
 
 	[ -n "$WINDOW" ] && args+=(-W "$WINDOW")
 	[ -n "$INCA_ARGS" ] && read -r -a extra <<< "$INCA_ARGS" && args+=("${extra[@]}")
 	[ "$sys" = inca-nogso ] && gso=0
+	[ "$sys" = inca-xdp ] && tp=xdp
 	ld=$(load1),$(runnable)
 	log=$OUT/${sys}_n${n}_mtu${mtu}_run$run
 	for ((r = 0; r < n; r++)); do
-		INCA_UDP_GSO=$gso "$RACK" exec --name "$NAME" "$r" "$BENCH" "${args[@]}" -r "$r" \
+		INCA_UDP_GSO=$gso INCA_TRANSPORT=$tp "$RACK" exec --name "$NAME" "$r" "$BENCH" "${args[@]}" -r "$r" \
 			-E "$ELEMS" \
 			> "$log.r$r.out" 2> "$log.r$r.err" &
 		pids+=($!)
@@ -447,7 +450,7 @@ for n in "${NLIST[@]}"; do
 			for sys in "${SLIST[@]}"; do
 				echo "   run $run/$RUNS: $sys (load $(load1))"
 				case $sys in
-				inca | inca-nogso) run_inca "$n" "$mtu" "$run" "$sys" || status=1 ;;
+				inca | inca-nogso | inca-xdp) run_inca "$n" "$mtu" "$run" "$sys" || status=1 ;;
 				ompi-ring | ompi-default) run_mpi "$n" "$mtu" "$run" "$sys" || status=1 ;;
 				*) die "unknown system $sys" ;;
 				esac
