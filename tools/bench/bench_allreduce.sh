@@ -141,6 +141,7 @@ rate_mbit()
 	*gbit) echo $((${r%gbit} * 1000)) ;;
 	*mbit) echo "${r%mbit}" ;;
 	*kbit) awk -v k="${r%kbit}" 'BEGIN { print k / 1000 }' ;;
+	0) echo 0 ;; # unshaped links: no S/B bound, no plot
 	*) die "--rate: give Mbit/s or Gbit/s (500mbit, 1gbit)" ;;
 	esac
 }
@@ -363,6 +364,7 @@ plot()
 {
 	local n=$1 mtu=$2 png=$OUT/allreduce_n$1_mtu$2.png dat=$OUT/plot_n$1_mtu$2 s
 	command -v gnuplot >/dev/null || return 0
+	[ "$LINK" != 0 ] || return 0
 	for s in inca ompi-ring ompi-default; do
 		awk -F, -v n="$n" -v m="$mtu" -v s="$s" \
 			'$1 == n && $2 == m && $3 == s { print $4, $6 / 1000 }' "$SUMMARY" \
