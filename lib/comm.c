@@ -172,7 +172,7 @@ inca_comm_opts_from_env(struct inca_comm_opts *o)
 		int kind = li_transport_parse(s);
 
 		if (kind < 0) {
-			li_log(INCA_LOG_ERR, "INCA_TRANSPORT=%s: want udp or verbs", s);
+			li_log(INCA_LOG_ERR, "INCA_TRANSPORT=%s: want udp, verbs or xdp", s);
 			return INCA_EINVAL;
 		}
 		o->transport = kind;
@@ -200,7 +200,7 @@ transport_resolve(int opt)
 		return INCA_TRANSPORT_UDP;
 	kind = li_transport_parse(s);
 	if (kind < 0) {
-		li_log(INCA_LOG_WARN, "INCA_TRANSPORT=%s: want udp or verbs; using udp", s);
+		li_log(INCA_LOG_WARN, "INCA_TRANSPORT=%s: want udp, verbs or xdp; using udp", s);
 		return INCA_TRANSPORT_UDP;
 	}
 	return kind;
@@ -305,7 +305,7 @@ opts_check(const struct inca_comm_opts *o)
 		return INCA_EINVAL;
 	if (o->float_mode < INCA_FLOAT_AUTO || o->float_mode > INCA_FLOAT_BFP)
 		return INCA_EINVAL;
-	if (o->transport < INCA_TRANSPORT_DEFAULT || o->transport > INCA_TRANSPORT_VERBS)
+	if (o->transport < INCA_TRANSPORT_DEFAULT || o->transport > INCA_TRANSPORT_XDP)
 		return INCA_EINVAL;
 	return INCA_OK;
 }
@@ -683,8 +683,16 @@ inca_comm_info_sized(const struct inca_comm *c, struct inca_comm_info *info, siz
 	 * stripe is, and the footprint of all. */
 	if (c->nstripes > 0) {
 		inca_comm_info_sized(c->stripe[0], &i, sizeof(i));
-		for (s = 1; s < c->nstripes; s++)
-			i.in_fallback |= c->stripe[s]->in_fallback;
+		for (s = 1; s < c->nstripes; s++) {
+			struct inca_comm_info o;
+
+			inca_comm_info_sized(c->stripe[s], &o, sizeof(o));
+			i.in_fallback |= o.in_fallback;
+			i.gso_sends += o.gso_sends;
+			i.gro_pkts += o.gro_pkts;
+			i.xdp_tx_pkts += o.xdp_tx_pkts;
+			i.xdp_rx_pkts += o.xdp_rx_pkts;
+		}
 		i.footprint = c->footprint;
 		memcpy(info, &i, size < sizeof(i) ? size : sizeof(i));
 		return;
@@ -700,5 +708,10 @@ inca_comm_info_sized(const struct inca_comm *c, struct inca_comm_info *info, siz
 	i.evict_ms = c->evict_ms;
 	i.footprint = c->footprint;
 	i.session = li_session(c);
+	if (c->tp != NULL) {
+		i.transport = c->tops == &li_udp_ops ? INCA_TRANSPORT_UDP : c->o.transport;
+		if (c->tops->info != NULL)
+			c->tops->info(c->tp, &i);
+	}
 	memcpy(info, &i, size < sizeof(i) ? size : sizeof(i));
 }

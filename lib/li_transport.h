@@ -23,9 +23,9 @@ struct li_transport;
 struct inca_roce_ext;
 
 /*
- * A way to exchange INCA messages with one aggregator: kernel UDP (udp.c)
- * and RoCEv2 UD queue pairs with UDP for control (verbs.c); DPDK or AF_XDP
- * ones would plug in here. Errors are negative INCA_E* codes.
+ * A way to exchange INCA messages with one aggregator: kernel UDP (udp.c),
+ * RoCEv2 UD queue pairs with UDP for control (verbs.c) and AF_XDP with UDP
+ * for control (xdp.c); a DPDK one would plug in here. Errors are negative INCA_E* codes.
  */
 struct li_transport_ops {
 	const char *name;
@@ -68,23 +68,39 @@ struct li_transport_ops {
 	unsigned (*max_elems)(const struct li_transport *t);
 	/* The UDP socket control messages go out on, for the keepalive thread's send(). */
 	int (*ctrl_fd)(const struct li_transport *t);
+	/* Optional: add the transport's offloads and counters to @info. */
+	void (*info)(const struct li_transport *t, struct inca_comm_info *info);
 };
 
 extern const struct li_transport_ops li_udp_ops;
 #if INCA_HAVE_VERBS
 extern const struct li_transport_ops li_verbs_ops;
 #endif
+#if INCA_HAVE_XDP
+extern const struct li_transport_ops li_xdp_ops;
+#endif
 
 /*
  * Open the transport @kind (enum inca_transport, resolved) into @ops and
  * @t. A verbs transport that cannot start here (built without libibverbs,
  * no RDMA device, no RoCE v2 GID for the local address, a verbs call
- * failing) is logged once with the reason and replaced by udp: the choice
+ * failing), or an xdp one (built without libxdp, no permission, an
+ * interface without XDP or with another program) is logged once with the
+ * reason and replaced by udp: the choice
  * of transport never fails a communicator. transport.c.
  */
 int li_transport_open(int kind, const struct li_transport_ops **ops, struct li_transport **t,
 		      const struct sockaddr_in *agg, const struct sockaddr_in *bind,
 		      size_t rcvbuf, unsigned window);
+/*
+ * Cut a UDP GRO train of @len bytes at @buf, segments of @seg bytes (the
+ * last one shorter; 0: one datagram), into @pkts[0..n) from byte *@off
+ * on, copying; a segment larger than its buffer is reported with length 0.
+ * Advances *@off; returns the datagrams written. udp.c.
+ */
+unsigned li_udp_gro_split(const uint8_t *buf, size_t len, size_t seg, size_t *off,
+			  struct li_pkt *pkts, unsigned n);
+
 /* INCA_TRANSPORT's value @s to an enum inca_transport, -1 if it names none. */
 int li_transport_parse(const char *s);
 

@@ -7,7 +7,7 @@
  * and nothing calls upward:
  *
  *   li_util.h       constants, logging, the clock            util.c
- *   li_transport.h  datagrams to and from the aggregator     udp.c, transport.c
+ *   li_transport.h  datagrams to and from the aggregator     udp.c, xdp.c, transport.c
  *     li_verbs.h      ... over RoCEv2 UD queue pairs          verbs.c, verbs_logic.c
  *   li_state.h      the communicator's state (every layer's data)
  *   li_member.h     HELLO, JOIN, LEAVE, heartbeats            member.c, keepalive.c

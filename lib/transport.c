@@ -5,7 +5,9 @@
 /*
  * Choosing a transport: udp always works where the aggregator is
  * reachable; verbs needs libibverbs at build time and an RDMA device with a
- * RoCE v2 GID for the local address at run time. When it cannot start, the
+ * RoCE v2 GID for the local address at run time; xdp needs libxdp and
+ * libbpf at build time, and CAP_NET_ADMIN / CAP_BPF and an Ethernet
+ * interface without an XDP program at run time. When it cannot start, the
  * communicator gets udp and one warning saying why, never an error: a job
  * runs on every host, with or without a RoCE NIC.
  */
@@ -21,6 +23,8 @@ li_transport_parse(const char *s)
 		return INCA_TRANSPORT_UDP;
 	if (strcmp(s, "verbs") == 0)
 		return INCA_TRANSPORT_VERBS;
+	if (strcmp(s, "xdp") == 0)
+		return INCA_TRANSPORT_XDP;
 	return -1;
 }
 
@@ -43,6 +47,21 @@ li_transport_open(int kind, const struct li_transport_ops **ops, struct li_trans
 #else
 		li_log(INCA_LOG_WARN, "INCA_TRANSPORT=verbs: libinca was built without "
 		       "libibverbs; using udp");
+#endif
+	}
+	if (kind == INCA_TRANSPORT_XDP) {
+#if INCA_HAVE_XDP
+		int ret = li_xdp_ops.open(t, agg, bind, rcvbuf, window);
+
+		/* xdp_open logged why it cannot run here. */
+		if (ret != INCA_ENOTSUP) {
+			if (ret == INCA_OK)
+				*ops = &li_xdp_ops;
+			return ret;
+		}
+#else
+		li_log(INCA_LOG_WARN, "INCA_TRANSPORT=xdp: libinca was built without "
+		       "libxdp; using udp");
 #endif
 	}
 	*ops = &li_udp_ops;

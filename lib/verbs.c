@@ -718,6 +718,13 @@ verbs_max_elems(const struct li_transport *t)
 	return li_vb_max_elems(t->mtu, 4);
 }
 
+/* The UDP socket's offloads: control messages, and data until bound. */
+static void
+verbs_info(const struct li_transport *t, struct inca_comm_info *info)
+{
+	li_udp_ops.info(t->udp, info);
+}
+
 const struct li_transport_ops li_verbs_ops = {
 	.name = "verbs",
 	.open = verbs_open,
@@ -729,4 +736,5 @@ const struct li_transport_ops li_verbs_ops = {
 	.joined = verbs_joined,
 	.max_elems = verbs_max_elems,
 	.ctrl_fd = verbs_ctrl_fd,
+	.info = verbs_info,
 };

@@ -30,6 +30,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <inca/inca.h>
@@ -48,6 +49,26 @@ struct bench {
 	unsigned inflight; /* >1: split each size into that many iallreduce */
 	const char *fb_addr; /* --fallback-tcp: rank 0's IP:PORT */
 };
+
+/* Figures per size exchanged between ranks (gather_figures). */
+#define NFIG 5
+
+/* User and system CPU time of the whole process (every thread), in us. */
+static double
+cpu_us(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
+	       ru.ru_stime.tv_usec;
+}
+
+static const char *
+transport_name(int kind)
+{
+	return kind == INCA_TRANSPORT_VERBS ? "verbs" : kind == INCA_TRANSPORT_XDP ? "xdp" : "udp";
+}
 
 static double
 now_us(void)
@@ -445,27 +466,27 @@ cmp_i32(const void *a, const void *b)
 }
 
 /*
- * The figures across ranks: red[0] and red[3] summed, red[1] the minimum,
- * red[2] the maximum, it[] the maximum per iteration. Exchanged with one
+ * The figures across ranks: red[0], red[3] and red[4] summed, red[1] the
+ * minimum, red[2] the maximum, it[] the maximum per iteration. Exchanged with one
  * int32 SUM allreduce in which each rank fills its own block (an
  * allgather), because a switch aggregates nothing but SUM.
  */
 static int
-gather_figures(const struct bench *b, struct inca_comm *c, int32_t red[4], int32_t *it,
+gather_figures(const struct bench *b, struct inca_comm *c, int32_t red[NFIG], int32_t *it,
 	       unsigned iters)
 {
-	size_t per = 4 + (size_t)iters, n = b->o.size, r, k;
+	size_t per = NFIG + (size_t)iters, n = b->o.size, r, k;
 	int32_t *all;
 	int ret;
 
 	all = calloc(n * per, sizeof(*all));
 	if (all == NULL)
 		return INCA_ENOMEM;
-	memcpy(all + b->o.rank * per, red, 4 * sizeof(*red));
-	memcpy(all + b->o.rank * per + 4, it, iters * sizeof(*it));
+	memcpy(all + b->o.rank * per, red, NFIG * sizeof(*red));
+	memcpy(all + b->o.rank * per + NFIG, it, iters * sizeof(*it));
 	ret = inca_allreduce(c, INCA_IN_PLACE, all, n * per, INCA_DTYPE_INT32, INCA_OP_SUM);
 	if (ret == INCA_OK) {
-		red[0] = red[3] = 0;
+		red[0] = red[3] = red[4] = 0;
 		red[1] = INT32_MAX;
 		red[2] = INT32_MIN;
 		memset(it, 0, iters * sizeof(*it));
@@ -476,8 +497,9 @@ gather_figures(const struct bench *b, struct inca_comm *c, int32_t red[4], int32
 			red[1] = v[1] < red[1] ? v[1] : red[1];
 			red[2] = v[2] > red[2] ? v[2] : red[2];
 			red[3] += v[3];
+			red[4] += v[4];
 			for (k = 0; k < iters; k++)
-				it[k] = v[4 + k] > it[k] ? v[4 + k] : it[k];
+				it[k] = v[NFIG + k] > it[k] ? v[NFIG + k] : it[k];
 		}
 	}
 	free(all);
@@ -501,8 +523,8 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 {
 	size_t es = inca_dtype_size(b->dtype), count = bytes / es, bad = 0;
 	unsigned iters = bytes > (1u << 20) ? b->iters_large : b->iters, k;
-	double t_sum = 0, t_min = 1e30, t_max = 0;
-	int32_t red[4], *it;
+	double t_sum = 0, t_min = 1e30, t_max = 0, cpu0 = 0;
+	int32_t red[NFIG], *it;
 	int ret = INCA_OK;
 
 	if (count == 0)
@@ -526,6 +548,7 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 			ret = inca_barrier(c);
 			if (ret < 0)
 				break;
+			cpu0 = cpu_us();
 		}
 		t0 = now_us();
 		ret = one_allreduce(b, c, in, out, count);
@@ -552,6 +575,7 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 		free(it);
 		return ret;
 	}
+	cpu0 = cpu_us() - cpu0;
 	if (b->verify && !b->verify_each)
 		bad = verify(out, b->dtype, b->op, b->o.size, count);
 
@@ -561,6 +585,7 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 	red[1] = (int32_t)lround(t_min * 10);
 	red[2] = (int32_t)lround(t_max * 10);
 	red[3] = (int32_t)(bad > INT32_MAX ? INT32_MAX : bad);
+	red[4] = (int32_t)lround(fmin(cpu0, INT32_MAX));
 	ret = gather_figures(b, c, red, it, iters);
 	if (ret < 0) {
 		fprintf(stderr, "inca-bench: rank %u: exchanging the figures: %s\n", b->o.rank,
@@ -590,18 +615,21 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 	double util = b->link_mbps > 0 ? (bytes * 8.0 / avg) / b->link_mbps : 0;
 	double sb_us = b->link_mbps > 0 ? bytes * 8.0 / b->link_mbps : 0;
 	double ratio = sb_us > 0 ? med / sb_us : 0;
+	/* CPU-seconds a rank spent per GiB it reduced (the mean over ranks). */
+	double cpu_gib = red[4] / 1e6 / b->o.size / ((double)bytes * iters / (1 << 30));
 
 	free(it);
 	if (b->json) {
 		printf("%s{\"dtype\":\"%s\",\"op\":\"%s\",\"bytes\":%zu,\"count\":%zu,"
 		       "\"avg_us\":%.1f,\"min_us\":%.1f,\"max_us\":%.1f,\"algbw_MBps\":%.2f,"
-		       "\"link_util\":%.4f,\"errors\":%d,\"median_us\":%.1f,\"ratio_SB\":%.4f}",
+		       "\"link_util\":%.4f,\"errors\":%d,\"median_us\":%.1f,\"ratio_SB\":%.4f,"
+		       "\"cpu_s_per_GiB\":%.4f}",
 		       *first_row ? "" : ",", inca_dtype_name(b->dtype), inca_op_name(b->op),
-		       bytes, count, avg, mn, mx, algbw, util, red[3], med, ratio);
+		       bytes, count, avg, mn, mx, algbw, util, red[3], med, ratio, cpu_gib);
 	} else if (b->csv) {
-		printf("%s,%s,%zu,%zu,%.1f,%.1f,%.1f,%.2f,%.4f,%d,%.1f,%.4f\n",
+		printf("%s,%s,%zu,%zu,%.1f,%.1f,%.1f,%.2f,%.4f,%d,%.1f,%.4f,%.4f\n",
 		       inca_dtype_name(b->dtype), inca_op_name(b->op), bytes, count, avg, mn, mx,
-		       algbw, util, red[3], med, ratio);
+		       algbw, util, red[3], med, ratio, cpu_gib);
 	} else {
 		char u[16] = "-", x[16] = "-";
 
@@ -609,8 +637,8 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 			snprintf(u, sizeof(u), "%.3f", util);
 			snprintf(x, sizeof(x), "%.3f", ratio);
 		}
-		printf("%12zu %10zu %11.1f %11.1f %11.1f %11.1f %12.2f %7s %7s %6s\n", bytes,
-		       count, avg, mn, mx, med, algbw, u, x,
+		printf("%12zu %10zu %11.1f %11.1f %11.1f %11.1f %12.2f %7s %7s %9.3f %6s\n",
+		       bytes, count, avg, mn, mx, med, algbw, u, x, cpu_gib,
 		       red[3] ? "FAIL" : b->verify ? "ok" : "-");
 	}
 	*first_row = false;
@@ -781,18 +809,23 @@ main(int argc, char **argv)
 		if (b.json)
 			printf("{\"tool\":\"inca-bench\",\"version\":\"%s\",\"nworkers\":%u,"
 			       "\"window\":%u,\"max_elems\":%u,\"float_native\":%s,"
-			       "\"footprint\":%zu,\"link_mbps\":%.1f,\"results\":[",
+			       "\"footprint\":%zu,\"link_mbps\":%.1f,\"transport\":\"%s\","
+			       "\"udp_gso\":%s,\"udp_gro\":%s,\"results\":[",
 			       inca_version_string(), b.o.size, info.window, info.max_elems,
-			       info.float_native ? "true" : "false", info.footprint, b.link_mbps);
+			       info.float_native ? "true" : "false", info.footprint, b.link_mbps,
+			       transport_name(info.transport), info.udp_gso ? "true" : "false",
+			       info.udp_gro ? "true" : "false");
 		else if (b.csv)
 			printf("dtype,op,bytes,count,avg_us,min_us,max_us,algbw_MBps,link_util,"
-			       "errors,median_us,ratio_SB\n");
+			       "errors,median_us,ratio_SB,cpu_s_per_GiB\n");
 		else
 			printf("# inca-bench %s: %u workers, window %u, %u elements/packet, "
-			       "floats %s, %zu bytes per communicator%s\n", inca_version_string(),
+			       "floats %s, %zu bytes per communicator, transport %s (UDP GSO %s, "
+			       "GRO %s)%s\n", inca_version_string(),
 			       b.o.size, info.window, info.max_elems,
 			       info.float_native ? "native" : "bfp", info.footprint,
-			       info.in_fallback ? ", IN FALLBACK" : "");
+			       transport_name(info.transport), info.udp_gso ? "on" : "off",
+			       info.udp_gro ? "on" : "off", info.in_fallback ? ", IN FALLBACK" : "");
 	}
 
 	for (unsigned di = 0; di < b.ndtypes && ret >= 0; di++) {
@@ -801,10 +834,10 @@ main(int argc, char **argv)
 			b.op = b.ops[oi];
 			if (b.o.rank == 0 && !b.json && !b.csv)
 				printf("# %s %s\n%12s %10s %11s %11s %11s %11s %12s %7s "
-				       "%7s %6s\n", inca_dtype_name(b.dtype),
+				       "%7s %9s %6s\n", inca_dtype_name(b.dtype),
 				       inca_op_name(b.op), "bytes", "count", "avg_us", "min_us",
 				       "max_us", "median_us", "algbw_MB/s", "util", "x_S/B",
-				       "check");
+				       "cpu_s/GiB", "check");
 			if (b.nsizes > 0) {
 				for (k = 0; k < b.nsizes && ret >= 0; k++)
 					ret = run_size(&b, c, in, out, b.sizes[k], &first_row,
@@ -822,23 +855,32 @@ main(int argc, char **argv)
 		rc = 1;
 
 	inca_comm_stats(c, &st);
+	inca_comm_info(c, &info);
 	if (b.o.rank == 0) {
 		if (b.json)
 			printf("],\"stats\":{\"retransmits\":%llu,\"replays\":%llu,"
 			       "\"recoveries\":%llu,\"fallback_calls\":%llu,"
 			       "\"fallback_collectives\":%llu,\"rejoins\":%llu,"
-			       "\"chunks\":%llu,\"nacks\":%llu,\"nacks_held\":%llu}}\n",
+			       "\"chunks\":%llu,\"nacks\":%llu,\"nacks_held\":%llu,"
+			       "\"gso_sends\":%llu,\"gro_pkts\":%llu,"
+			       "\"xdp_tx_pkts\":%llu,\"xdp_rx_pkts\":%llu}}\n",
 			       (unsigned long long)st.retransmits, (unsigned long long)st.replays,
 			       (unsigned long long)st.recoveries,
 			       (unsigned long long)st.fallback_calls,
 			       (unsigned long long)st.fallback_collectives,
 			       (unsigned long long)st.rejoins, (unsigned long long)st.chunks,
 			       (unsigned long long)st.nacks,
-			       (unsigned long long)st.nack_reasons[INCA_NACK_HELD]);
+			       (unsigned long long)st.nack_reasons[INCA_NACK_HELD],
+			       (unsigned long long)info.gso_sends,
+			       (unsigned long long)info.gro_pkts,
+			       (unsigned long long)info.xdp_tx_pkts,
+			       (unsigned long long)info.xdp_rx_pkts);
 		else if (!b.csv)
-			printf("# rank 0: %llu packets sent, %llu retransmitted, %llu replays, "
-			       "%llu recoveries%s\n",
-			       (unsigned long long)st.tx_pkts, (unsigned long long)st.retransmits,
+			printf("# rank 0: %llu packets sent (%llu GSO sends), %llu received (%llu in "
+			       "GRO trains), %llu retransmitted, %llu replays, %llu recoveries%s\n",
+			       (unsigned long long)st.tx_pkts, (unsigned long long)info.gso_sends,
+			       (unsigned long long)st.rx_pkts, (unsigned long long)info.gro_pkts,
+			       (unsigned long long)st.retransmits,
 			       (unsigned long long)st.replays, (unsigned long long)st.recoveries,
 			       rc ? ", RESULTS WRONG" : "");
 	}

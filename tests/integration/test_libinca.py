@@ -36,15 +36,17 @@ def bench_argv(rack, job, rank, n, extra):
             '-r', str(rank), '-n', str(n), '--json', '-G', '5000'] + list(extra)
 
 
-def run_benches(rack, groups, timeout):
+def run_benches(rack, groups, timeout, env=None):
     """groups: list of (job, nworkers, nodes, extra args). Runs every
-    worker of every group at once; returns rank 0's JSON of each group."""
+    worker of every group at once (in environment env, default ours);
+    returns rank 0's JSON of each group."""
     procs = []
     try:
         for job, n, nodes, extra in groups:
             for rank in range(n):
                 p = rack.popen(nodes[rank], bench_argv(rack, job, rank, n, extra),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env)
                 procs.append((job, rank, p))
         end = time.monotonic() + timeout
         outs, bad = {}, []
@@ -115,6 +117,138 @@ def test_libinca_4():
 
 def test_libinca_8():
     sweep(8)
+
+
+def test_libinca_gso():
+    """UDP GSO on send and UDP GRO on receive, with GRO on the workers'
+    links as a NIC has it (the rack turns it off): every dtype and op exact
+    through incad with both on, and contributions left as GSO buffers.
+    INCA_UDP_GSO=0 turns them off, and results stay exact.
+
+    Results are not asserted to arrive in GRO trains: incad's af_packet
+    port sends frame by frame and the worker's veth runs its NAPI poll
+    after each one, so there is never a second frame to merge with
+    (test_udp shows the trains through the loopback)."""
+    n = 4
+    with Rack('libgso', workers=n) as rack, \
+            Incad(rack, INCAD, conf_args=['--jobs', '1', '--nworkers', str(n)]):
+        for i in range(n):
+            rack.run(i, ['ethtool', '-K', 'eth0', 'gro', 'on'], check=True,
+                     capture_output=True)
+        out = run_benches(rack, [(1, n, list(range(n)),
+                                  ['-d', 'all', '-o', 'all', '-s', SIZES, '-i', '2',
+                                   '-x', '1'])], timeout=240,
+                          env=dict(os.environ, INCA_UDP_GSO='1'))[1]
+        check_sweep(out, n)
+        st = out['stats']
+        log('offloads on: udp_gso %s, udp_gro %s, stats of rank 0: %s'
+            % (out['udp_gso'], out['udp_gro'], st))
+        check(out['udp_gso'] and out['udp_gro'], 'offloads not on: %s', out)
+        check(st['gso_sends'] > 0, 'no GSO send: %s', st)
+
+        out = run_benches(rack, [(1, n, list(range(n)),
+                                  ['-d', 'int32,fp32', '-o', 'sum', '-s', SIZES, '-i', '2',
+                                   '-x', '1'])], timeout=240,
+                          env=dict(os.environ, INCA_UDP_GSO='0'))[1]
+        check_sweep(out, n, dtypes=2, ops=1)
+        st = out['stats']
+        check(not out['udp_gso'] and not out['udp_gro'], 'INCA_UDP_GSO=0 ignored: %s', out)
+        check(st['gso_sends'] == 0 and st['gro_pkts'] == 0, 'offloads used: %s', st)
+        log('INCA_UDP_GSO=0: %d results exact, no offload used' % len(out['results']))
+
+
+def xdp_programs(rack, n):
+    """Workers whose eth0 still has an XDP program attached."""
+    left = []
+    for i in range(n):
+        out = rack.run(i, ['ip', '-d', 'link', 'show', 'dev', 'eth0'], check=True,
+                       capture_output=True, text=True).stdout
+        if 'prog/xdp' in out or 'xdpgeneric' in out:
+            left.append(i)
+    return left
+
+
+def test_libinca_xdp():
+    """INCA_TRANSPORT=xdp: every dtype and op exact through incad with
+    contributions and results through AF_XDP sockets on the workers' veths
+    (generic XDP, copy mode), control on UDP; the XDP program is gone from
+    the interfaces when the workers end."""
+    n = 4
+    with Rack('libxdp', workers=n) as rack, \
+            Incad(rack, INCAD, conf_args=['--jobs', '1', '--nworkers', str(n)]):
+        out = run_benches(rack, [(1, n, list(range(n)),
+                                  ['-d', 'all', '-o', 'all', '-s', SIZES, '-i', '2',
+                                   '-x', '1'])], timeout=240,
+                          env=dict(os.environ, INCA_TRANSPORT='xdp'))[1]
+        check_sweep(out, n)
+        st = out['stats']
+        log('xdp: transport %s, stats of rank 0: %s' % (out['transport'], st))
+        check(out['transport'] == 'xdp', 'rank 0 runs %s, not xdp', out['transport'])
+        check(st['xdp_tx_pkts'] > 0 and st['xdp_rx_pkts'] > 0,
+              'no datagram through the AF_XDP socket: %s', st)
+        left = xdp_programs(rack, n)
+        check(not left, 'XDP program left on the eth0 of workers %s', left)
+
+
+def test_libinca_xdp_jumbo():
+    """INCA_TRANSPORT=xdp at MTU 9000: full 8 KiB datagrams are longer than
+    a UMEM frame holds, so they go on the udp socket and their results
+    reach it past the XDP filter, while short ones use the AF_XDP socket;
+    every result exact."""
+    n = 2
+    with Rack('libxjb', workers=n, mtu=9000) as rack, \
+            Incad(rack, INCAD, conf_args=['--jobs', '1', '--nworkers', str(n),
+                                          '--max-elems', '2048']):
+        out = run_benches(rack, [(1, n, list(range(n)),
+                                  ['-d', 'int32,fp32', '-o', 'sum', '-s', SIZES, '-i', '2',
+                                   '-x', '1', '-U', '9000'])], timeout=120,
+                          env=dict(os.environ, INCA_TRANSPORT='xdp'))[1]
+        check_sweep(out, n, dtypes=2, ops=1)
+        st = out['stats']
+        log('xdp at MTU 9000: max_elems %d, stats of rank 0: %s' % (out['max_elems'], st))
+        check(out['transport'] == 'xdp' and out['max_elems'] == 2048, 'not xdp with 8 KiB: %s',
+              out)
+        check(st['xdp_rx_pkts'] > 0, 'nothing through the AF_XDP socket: %s', st)
+        check(st['gso_sends'] > 0, 'no full datagram on the udp socket: %s', st)
+
+
+def test_libinca_xdp_fallback():
+    """INCA_TRANSPORT=xdp where it cannot start: rank 0 runs without
+    CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF and CAP_SYS_ADMIN, logs one warning
+    and runs over udp in the same job as three xdp ranks; every result is
+    exact."""
+    n = 4
+    env = dict(os.environ, INCA_TRANSPORT='xdp')
+    args = ['-d', 'int32,fp32', '-o', 'sum', '-s', SIZES, '-i', '2', '-x', '1']
+    with Rack('libxfb', workers=n) as rack, \
+            Incad(rack, INCAD, conf_args=['--jobs', '1', '--nworkers', str(n)]):
+        procs = []
+        try:
+            for rank in range(n):
+                argv = bench_argv(rack, 1, rank, n, args)
+                if rank == 0:
+                    argv = ['setpriv', '--inh-caps=-all',
+                            '--bounding-set=-net_admin,-net_raw,-bpf,-sys_admin,-perfmon',
+                            '--'] + argv + ['-v']
+                procs.append(rack.popen(rank, argv, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, env=env))
+            outs = [p.communicate(timeout=120) for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        for rank, p in enumerate(procs):
+            check(p.returncode == 0, 'rank %d: exit status %d: %s', rank, p.returncode,
+                  outs[rank][1][-1000:])
+        warn = [line for line in outs[0][1].splitlines() if 'INCA_TRANSPORT=xdp' in line]
+        log('rank 0: %s' % warn)
+        check(len(warn) == 1 and 'using udp' in warn[0],
+              'rank 0 did not warn once of the fallback: %r', outs[0][1][-2000:])
+        out = json.loads(outs[0][0])
+        check_sweep(out, n, dtypes=2, ops=1)
+        check(out['transport'] == 'udp' and out['stats']['xdp_tx_pkts'] == 0,
+              'rank 0 did not fall back to udp: %s', out)
 
 
 def test_libinca_two_jobs():

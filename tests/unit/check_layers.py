@@ -16,6 +16,7 @@ import sys
 LAYERS = {
     'util.c': (0, 'li_util.h'), 'tcpgroup.c': (0, 'li_util.h'),
     'udp.c': (1, 'li_transport.h'), 'transport.c': (1, 'li_transport.h'),
+    'xdp.c': (1, 'li_transport.h'),
     # The verbs transport's own header is the transport layer's, extended.
     'verbs.c': (1, 'li_verbs.h'), 'verbs_logic.c': (1, 'li_verbs.h'),
     'codec.c': (2, 'li_state.h'),

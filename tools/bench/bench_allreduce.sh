@@ -12,13 +12,18 @@
 #   tools/bench/bench_allreduce.sh [--workers N[,N...]] [--mtu M[,M...]]
 #       [--rate RATE] [--mode switch|aggregator] [--runs R]
 #       [--sizes pow2|pow4|B,B,...] [--iters I] [--iters-large I]
-#       [--systems inca,ompi-ring,ompi-default] [--window W] [--max-elems E]
+#       [--systems inca,inca-nogso,inca-xdp,ompi-ring,ompi-default] [--window W]
+#       [--max-elems E]
 #       [--mpi-busy-poll] [--inca-args "ARGS"] [--incad-args "ARGS"]
 #       [--build DIR] [--out DIR]
 #       [--name PREFIX] [--keep]
 #
 # Defaults: 4 workers, MTU 1500, 500mbit, switch mode, 3 runs, sizes 4 KiB
-# to 64 MiB in steps of 4, all three systems.
+# to 64 MiB in steps of 4, systems inca, ompi-ring and ompi-default.
+# inca-nogso is inca with INCA_UDP_GSO=0 (no UDP GSO / GRO in libinca), the
+# baseline of the offloads; inca-xdp is inca with INCA_TRANSPORT=xdp (its
+# frames bypass the worker's tbf qdisc: compare it with --rate 0). inca rows carry inca-bench's CPU-seconds per
+# GiB reduced (user + system time of each worker process, mean over ranks).
 #
 # Method. For each (N, MTU) one rack (tools/rack up --rate, switch mode:
 # incad is the ToR, so MPI's TCP traffic crosses the same tbf-limited links
@@ -136,6 +141,7 @@ rate_mbit()
 	*gbit) echo $((${r%gbit} * 1000)) ;;
 	*mbit) echo "${r%mbit}" ;;
 	*kbit) awk -v k="${r%kbit}" 'BEGIN { print k / 1000 }' ;;
+	0) echo 0 ;; # unshaped links: no S/B bound, no plot
 	*) die "--rate: give Mbit/s or Gbit/s (500mbit, 1gbit)" ;;
 	esac
 }
@@ -160,7 +166,8 @@ SIZE_LIST=$(size_list "$SIZES")
 mkdir -p "$OUT" || die "cannot create $OUT"
 RAW=$OUT/raw.csv
 SUMMARY=$OUT/summary.csv
-echo "workers,mtu,system,bytes,run,median_us,mean_us,min_us,ratio_SB,load1,runnable" > "$RAW"
+echo "workers,mtu,system,bytes,run,median_us,mean_us,min_us,ratio_SB,load1,runnable,cpu_s_per_GiB" \
+	> "$RAW"
 
 INCAD_PID=
 CHILDREN=
@@ -223,19 +230,22 @@ exec ip netns exec "$BENCH_RACK-w$((BASH_REMATCH[1] - 10))" /bin/sh -c "$*"
 EOF
 chmod +x "$AGENT"
 
-# run_inca N MTU RUN: one inca-bench per worker; rows into raw.csv.
+# run_inca N MTU RUN SYSTEM: one inca-bench per worker; rows into raw.csv.
 run_inca()
 {
-	local n=$1 mtu=$2 run=$3 r pids=() fail=0 ld log
+	local n=$1 mtu=$2 run=$3 sys=$4 r pids=() fail=0 ld log gso=1 tp=udp
 	local args=(-a 10.77.0.1 -j 1 -t 0x494E4341 -n "$n" -s "$SIZE_LIST" -d fp32 -o sum
 		-i "$ITERS" -I "$ITERS_LARGE" -x 2 -L "$LINK" -U "$mtu" --csv)
 
 	[ -n "$WINDOW" ] && args+=(-W "$WINDOW")
 	[ -n "$INCA_ARGS" ] && read -r -a extra <<< "$INCA_ARGS" && args+=("${extra[@]}")
+	[ "$sys" = inca-nogso ] && gso=0
+	[ "$sys" = inca-xdp ] && tp=xdp
 	ld=$(load1),$(runnable)
-	log=$OUT/inca_n${n}_mtu${mtu}_run$run
+	log=$OUT/${sys}_n${n}_mtu${mtu}_run$run
 	for ((r = 0; r < n; r++)); do
-		"$RACK" exec --name "$NAME" "$r" "$BENCH" "${args[@]}" -r "$r" -E "$ELEMS" \
+		INCA_UDP_GSO=$gso INCA_TRANSPORT=$tp "$RACK" exec --name "$NAME" "$r" "$BENCH" "${args[@]}" -r "$r" \
+			-E "$ELEMS" \
 			> "$log.r$r.out" 2> "$log.r$r.err" &
 		pids+=($!)
 	done
@@ -247,10 +257,10 @@ run_inca()
 		tail -3 "$log".r*.err >&2
 		return 1
 	fi
-	# dtype,op,bytes,count,avg,min,max,algbw,util,errors,median,ratio
-	awk -F, -v n="$n" -v m="$mtu" -v run="$run" -v ld="$ld" \
-		'NR > 1 { printf "%s,%s,inca,%s,%s,%s,%s,%s,%s,%s\n", n, m, $3, run, $11, $5,
-			 $6, $12, ld }' "$log.r0.out" >> "$RAW"
+	# dtype,op,bytes,count,avg,min,max,algbw,util,errors,median,ratio,cpu
+	awk -F, -v n="$n" -v m="$mtu" -v run="$run" -v ld="$ld" -v s="$sys" \
+		'NR > 1 { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", n, m, s, $3, run, $11, $5,
+			 $6, $12, ld, $13 }' "$log.r0.out" >> "$RAW"
 }
 
 # run_mpi N MTU RUN SYSTEM: one mpirun across the worker namespaces.
@@ -300,7 +310,7 @@ run_mpi()
 	fi
 	# system,nranks,bytes,iters,median,mean,min,ratio,errors
 	awk -F, -v n="$n" -v m="$mtu" -v run="$run" -v ld="$ld" \
-		'$1 ~ /^ompi/ { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", n, m, $1, $3, run, $5,
+		'$1 ~ /^ompi/ { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,\n", n, m, $1, $3, run, $5,
 				$6, $7, $8, ld }' "$log.out" >> "$RAW"
 }
 
@@ -336,15 +346,17 @@ with open(sys.argv[1]) as f:
         rows.setdefault(key, []).append(r)
 with open(sys.argv[2], 'w') as f:
     f.write('workers,mtu,system,bytes,runs,median_us,ratio_SB,load1_median,'
-            'runnable_median\n')
+            'runnable_median,cpu_s_per_GiB_median\n')
     for key in sorted(rows):
         rs = rows[key]
         med = statistics.median(float(r['median_us']) for r in rs)
         ratio = statistics.median(float(r['ratio_SB']) for r in rs)
         load = statistics.median(float(r['load1']) for r in rs)
         runq = statistics.median(float(r['runnable']) for r in rs)
-        f.write('%d,%d,%s,%d,%d,%.1f,%.4f,%.2f,%.1f\n'
-                % (key + (len(rs), med, ratio, load, runq)))
+        cpu = [float(r['cpu_s_per_GiB']) for r in rs if r['cpu_s_per_GiB']]
+        f.write('%d,%d,%s,%d,%d,%.1f,%.4f,%.2f,%.1f,%s\n'
+                % (key + (len(rs), med, ratio, load, runq,
+                          '%.4f' % statistics.median(cpu) if cpu else '')))
 EOF
 }
 
@@ -352,6 +364,7 @@ plot()
 {
 	local n=$1 mtu=$2 png=$OUT/allreduce_n$1_mtu$2.png dat=$OUT/plot_n$1_mtu$2 s
 	command -v gnuplot >/dev/null || return 0
+	[ "$LINK" != 0 ] || return 0
 	for s in inca ompi-ring ompi-default; do
 		awk -F, -v n="$n" -v m="$mtu" -v s="$s" \
 			'$1 == n && $2 == m && $3 == s { print $4, $6 / 1000 }' "$SUMMARY" \
@@ -386,21 +399,24 @@ table()
 {
 	/usr/bin/python3 - "$SUMMARY" "$1" "$2" <<'EOF'
 import csv, sys
-systems = ['inca', 'ompi-ring', 'ompi-default']
-t, loads = {}, []
+t, loads, systems = {}, [], []
 with open(sys.argv[1]) as f:
     for r in csv.DictReader(f):
         if r['workers'] == sys.argv[2] and r['mtu'] == sys.argv[3]:
-            t[(int(r['bytes']), r['system'])] = (float(r['median_us']), float(r['ratio_SB']))
+            t[(int(r['bytes']), r['system'])] = (float(r['median_us']), float(r['ratio_SB']),
+                                                 r['cpu_s_per_GiB_median'] or '-')
             loads.append(float(r['runnable_median']))
-print('# N=%s MTU=%s: median time (us) and time / (S/B); other runnable tasks %.1f-%.1f'
+            if r['system'] not in systems:
+                systems.append(r['system'])
+print('# N=%s MTU=%s: median time (us), time / (S/B) and CPU-s per GiB reduced; '
+      'other runnable tasks %.1f-%.1f'
       % (sys.argv[2], sys.argv[3], min(loads or [0]), max(loads or [0])))
-print('%10s' % 'bytes' + ''.join('%14s %7s' % (s, 'xS/B') for s in systems))
+print('%10s' % 'bytes' + ''.join('%14s %7s %8s' % (s, 'xS/B', 'cpu/GiB') for s in systems))
 for b in sorted({k[0] for k in t}):
     line = '%10d' % b
     for s in systems:
         v = t.get((b, s))
-        line += '%14.1f %7.3f' % v if v else '%14s %7s' % ('-', '-')
+        line += '%14.1f %7.3f %8s' % v if v else '%14s %7s %8s' % ('-', '-', '-')
     print(line)
 EOF
 }
@@ -436,7 +452,7 @@ for n in "${NLIST[@]}"; do
 			for sys in "${SLIST[@]}"; do
 				echo "   run $run/$RUNS: $sys (load $(load1))"
 				case $sys in
-				inca) run_inca "$n" "$mtu" "$run" || status=1 ;;
+				inca | inca-nogso | inca-xdp) run_inca "$n" "$mtu" "$run" "$sys" || status=1 ;;
 				ompi-ring | ompi-default) run_mpi "$n" "$mtu" "$run" "$sys" || status=1 ;;
 				*) die "unknown system $sys" ;;
 				esac

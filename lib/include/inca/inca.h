@@ -118,6 +118,13 @@ enum inca_transport {
 	 * Without a usable RDMA device it logs a warning and uses UDP.
 	 */
 	INCA_TRANSPORT_VERBS,
+	/**
+	 * CONTRIBs and their answers through an AF_XDP socket on the
+	 * worker's interface (libxdp, generic XDP, copy mode); control
+	 * messages over UDP. Where it cannot start it logs a warning and uses
+	 * UDP.
+	 */
+	INCA_TRANSPORT_XDP,
 };
 
 /** Log levels passed to an inca_log_fn. */
@@ -464,6 +471,13 @@ struct inca_comm_info {
 	uint32_t evict_ms;     /**< silence after which the aggregator evicts */
 	size_t footprint;      /**< bytes the communicator allocated */
 	uint32_t session;      /**< session token of the incarnation joined (0: none) */
+	int transport;         /**< enum inca_transport in use (after any fallback) */
+	int udp_gso;           /**< 1: datagrams to the aggregator leave as UDP GSO buffers */
+	int udp_gro;           /**< 1: the UDP socket takes GRO trains (UDP_GRO) */
+	uint64_t gso_sends;    /**< send calls that carried several datagrams as one GSO buffer */
+	uint64_t gro_pkts;     /**< datagrams received inside GRO trains */
+	uint64_t xdp_tx_pkts;  /**< datagrams sent through the AF_XDP socket (xdp) */
+	uint64_t xdp_rx_pkts;  /**< datagrams received through the AF_XDP socket (xdp) */
 };
 
 /**
