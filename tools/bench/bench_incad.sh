@@ -8,7 +8,7 @@
 #
 #   tools/bench/bench_incad.sh [--incad PATH] [--runs N] [--secs S]
 #                              [--workers N] [--elems E] [--lcore L] [--no-udp-csum]
-#                              [--callgrind S] [--roce]
+#                              [--callgrind S [--callgrind-out FILE]] [--roce]
 #
 # Method. Both programs read the same pcap through the same vdev,
 # net_pcap0,rx_pcap=FILE,infinite_rx=1 with no tx stream: the PMD replays
@@ -42,6 +42,7 @@
 # instructions per cycle, a cache miss none), but they are the same on
 # every run: on a shared host they show what a change to the per-frame
 # path saved when a rate cannot. incad's functions are listed by their
+# --callgrind-out FILE keeps the dump (callgrind_annotate --inclusive=yes FILE).
 # share. valgrind emulates no AVX-512, so the AVX2 versions run.
 #
 # --roce also runs incad on the same cycle as RoCEv2 members send it (JOIN
@@ -69,6 +70,7 @@ LCORE=1
 POOL=64
 CSUM=1
 CALLGRIND=0
+CG_OUT=
 ROCE=0
 
 while [ $# -gt 0 ]; do
@@ -81,6 +83,7 @@ while [ $# -gt 0 ]; do
 	--lcore) LCORE=$2; shift 2 ;;
 	--no-udp-csum) CSUM=0; shift ;;
 	--callgrind) CALLGRIND=$2; shift 2 ;;
+	--callgrind-out) CG_OUT=$2; shift 2 ;;
 	--roce) ROCE=1; shift ;;
 	*) sed -n 's/^#   //p' "$0" >&2; exit 2 ;;
 	esac
@@ -155,7 +158,10 @@ for k in range(4 * pool):
                            flags=P.F_SET if (k // pool) % 2 else 0, seq=k,
                            offset=k * elems, count=elems) + body, data=True)
 for r in range(nw):
-    send(r, P.hdr_pack(type=P.MSG['LEAVE'], job=1, rank=r, token=session))
+    # With the member's secret, or incad drops it (CTRL_BAD_SECRET), the job
+    # survives and every later cycle is nothing but cheap STALE drops.
+    send(r, P.hdr_pack(type=P.MSG['LEAVE'], job=1, rank=r, token=session,
+                       bitmap=P.member_secret(int(sys.argv[10], 0), 1, 1, r)))
 P.write_pcap(path, frames)
 print('pcap%s: %d frames per cycle, %d contributions of %d bytes'
       % (' (RoCEv2)' if roce else '', len(frames), 4 * pool * nw, len(frames[nw])),
@@ -272,6 +278,8 @@ instructions()
 	PIDS=("${PIDS[@]/$pid/}")
 	rm -rf /var/run/dpdk/"$prefix"
 	callgrind_annotate --threshold=100 --auto=no "$out.1" >"$out.txt" 2>/dev/null
+	# Kept for callgrind_annotate --inclusive=yes and friends.
+	[ -z "$CG_OUT" ] || cp "$out.1" "$CG_OUT"
 	$PY - "$out.1" "$out.txt" <<'EOF'
 import re, sys
 from collections import defaultdict
