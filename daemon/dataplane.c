@@ -31,6 +31,13 @@
 #include "uplink.h"
 
 #define RX_BURST 32
+/*
+ * Smallest RESULT payload sent as a header mbuf chained to the set's shared
+ * payload rather than as a copy. Below it a copy costs fewer instructions
+ * than the second mbuf and its detach on free (docs/incad.md, "Frame path":
+ * measured break-even about 1.6 KB).
+ */
+#define RESULT_CHAIN_MIN 2048
 #define RING_BURST 64
 /* How often the I/O lcore looks for silent members. */
 #define TIMER_MS 10
@@ -192,18 +199,56 @@ result_build(struct incad_lcore *lc, const struct incad_job *job, const struct a
 }
 
 /*
- * One RESULT per live member: written (and summed) once into @reuse, then
- * copied and patched for the others. Takes @reuse.
+ * The RESULT for member @b made from the template @first (built for member
+ * @fm of rank @frank, @len bytes, untagged UDP): a header mbuf @h holding
+ * the encapsulation and the INCA header, patched for @b, chained in front
+ * of @pay, an indirect mbuf attached to @first's payload. The members'
+ * RESULTs differ only in those first bytes (docs/incad.md, "Frame path"),
+ * so a set's payload is written once and shared, as DPDK's ipv4_multicast
+ * example shares a packet among its destinations; the UDP checksum is
+ * patched as for a copy (it covers the payload, which is unchanged).
+ * Takes @h and @pay; returns the chain (owned by the caller).
+ */
+static struct rte_mbuf *
+result_chain(struct rte_mbuf *h, struct rte_mbuf *pay, struct rte_mbuf *first, uint16_t len,
+	     const struct incad_member *fm, uint16_t frank, const struct incad_member *b,
+	     uint16_t rb)
+{
+	const uint16_t hlen = INCA_ENCAP_LEN + INCA_HDR_LEN;
+
+	memcpy(rte_pktmbuf_mtod(h, void *), rte_pktmbuf_mtod(first, void *), hlen);
+	result_patch(rte_pktmbuf_mtod(h, uint8_t *), fm, frank, b, rb);
+	h->data_len = hlen;
+	/* Takes a reference on first's buffer, released when pay is freed. */
+	rte_pktmbuf_attach(pay, first);
+	pay->data_off += hlen;
+	pay->data_len = len - hlen;
+	pay->pkt_len = len - hlen;
+	h->next = pay;
+	h->nb_segs = 2;
+	h->pkt_len = len;
+	return h;
+}
+
+/*
+ * One RESULT per live member, the set's payload written (and summed) once
+ * into @reuse, the template. On a port that sends chained mbufs the other
+ * members' RESULTs are header mbufs in front of the template's payload;
+ * elsewhere, and for RoCE members (their ICRC covers the whole packet and
+ * is appended to it), full copies. Either way only the headers are
+ * patched, never the payload summed again. Takes @reuse; every mbuf is
+ * queued for transmission or freed and counted.
  */
 static void
 send_results(struct incad_lcore *lc, const struct incad_job *job,
 	     const struct incad_view *v, const struct agg_set *set, struct rte_mbuf *reuse)
 {
-	struct rte_mbuf *copy[INCA_MAX_WORKERS], *first = NULL, *m;
-	const struct incad_member *fm = NULL;
+	struct rte_mbuf *copy[2 * INCA_MAX_WORKERS], *first = NULL, *m;
+	const struct incad_member *fm = NULL, *mb;
 	uint32_t live = v->live;
 	unsigned int r, n, i;
 	uint16_t frank = 0, len;
+	bool chain, share;
 
 	while (first == NULL && live != 0) {
 		r = __builtin_ctz(live);
@@ -218,38 +263,53 @@ send_results(struct incad_lcore *lc, const struct incad_job *job,
 	if (first == NULL)
 		return;
 	len = first->data_len;
-	n = __builtin_popcount(live);
+	/* Two mbufs for each chained RESULT (header and payload), one for a copy. */
+	n = 2 * __builtin_popcount(live);
 	if (n != 0 && rte_pktmbuf_alloc_bulk(incad.pool, copy, n) != 0) {
-		/* The pool is short: as many copies as there are mbufs. */
+		/* The pool is short: as many as there are mbufs. */
 		for (i = 0; i < n; i++)
 			copy[i] = rte_pktmbuf_alloc(incad.pool);
 	}
-	for (i = 0; live != 0; i++) {
+	share = len - INCA_ENCAP_LEN - INCA_HDR_LEN >= RESULT_CHAIN_MIN;
+	for (i = 0; live != 0; i += 2) {
 		r = __builtin_ctz(live);
 		live &= live - 1;
+		mb = &v->m[r];
 		m = copy[i];
-		if (m == NULL || rte_pktmbuf_tailroom(m) < len) {
+		chain = share && incad.ports[mb->port].tx_multi_seg && mb->qpn == 0;
+		if (m == NULL || (chain && copy[i + 1] == NULL) ||
+		    rte_pktmbuf_tailroom(m) < len) {
 			rte_pktmbuf_free(m);
+			rte_pktmbuf_free(copy[i + 1]);
 			incad_drop(lc, INCAD_DROP_NO_MBUF);
 			continue;
 		}
-		m->data_len = len;
-		m->pkt_len = len;
-		memcpy(rte_pktmbuf_mtod(m, void *), rte_pktmbuf_mtod(first, void *), len);
-		result_patch(rte_pktmbuf_mtod(m, uint8_t *), fm, frank, &v->m[r], r);
-		if (v->m[r].qpn != 0) {
-			m = incad_roce_wrap(lc, m, v->m[r].qpn, v->m[r].qkey);
-			if (m == NULL)
-				continue;
+		if (chain) {
+			m = result_chain(m, copy[i + 1], first, len, fm, frank, mb, r);
+			lc->st.cnt[INCAD_CNT_RESULT_CHAINED]++;
+		} else {
+			rte_pktmbuf_free(copy[i + 1]);
+			m->data_len = len;
+			m->pkt_len = len;
+			memcpy(rte_pktmbuf_mtod(m, void *), rte_pktmbuf_mtod(first, void *), len);
+			result_patch(rte_pktmbuf_mtod(m, uint8_t *), fm, frank, mb, r);
+			if (mb->qpn != 0) {
+				m = incad_roce_wrap(lc, m, mb->qpn, mb->qkey);
+				if (m == NULL)
+					continue;
+			}
 		}
-		m = incad_vlan_tag(lc, m, v->m[r].vlan);
+		m = incad_vlan_tag(lc, m, mb->vlan);
 		if (m == NULL)
 			continue;
 		lc->st.cnt[INCAD_CNT_RESULT_TX]++;
-		incad_tx(lc, m, v->m[r].port);
+		incad_tx(lc, m, mb->port);
 	}
 	/* The template goes last (untagged and UDP until its copies are
-	 * made): once queued it may be sent and freed. */
+	 * made): once queued it may be sent and freed. Its chained copies
+	 * hold references to its buffer, which lives until the last is sent;
+	 * the RoCE wrap and the tag below change only bytes none of them
+	 * reads (its headers, and room beyond the payload's end). */
 	if (fm->qpn != 0) {
 		first = incad_roce_wrap(lc, first, fm->qpn, fm->qkey);
 		if (first == NULL)

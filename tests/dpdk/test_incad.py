@@ -22,8 +22,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from incadtest import (  # noqa: E402
-    ARP, CAP_SEQ_CHECK, CAPS, CONTRIB, F_RETX, F_SET, FP16, FP32, HEARTBEAT,
-    HEARTBEAT_ACK, HELLO, ICMP, INCA_PORT, INT32, IP, JOIN, JOIN_ACK, LEAVE, LEAVE_ACK,
+    ARP, CAP_SEQ_CHECK, CAPS, CONTRIB, F_RETX, F_SET, FP16, FP32, HDR_FIELDS, HDR_FMT,
+    HEARTBEAT, HEARTBEAT_ACK, HELLO, ICMP, INCA_PORT, INT32, IP, JOIN, JOIN_ACK, LEAVE, LEAVE_ACK,
     MAX, MIN, NACK, NACK_REASONS, RESULT, SUM, TOKEN, UDP, Ether, Raw, agg_ip,
     agg_mac, base_config, check, checksums_ok, contrib, ctrl, hdr, incad_path, join,
     main, member_secret, run_incad, session, udp_frame, worker_ip, worker_mac, SESSION_SEED,
@@ -336,6 +336,52 @@ def case_aggregate4_2lcores():
     run = aggregate4(2, eal=('-l', '0-1'))
     check(run.counter('DISPATCH') == 16, 'DISPATCH %d, expected 16 (half of 32)'
           % run.counter('DISPATCH'))
+
+
+def case_result_replica():
+    # K members' RESULTs of a set, byte for byte, against the RESULT a
+    # single-member job gets for the same sums, its addresses, rank and
+    # bitmap rewritten and its checksums computed anew (by scapy). Payloads
+    # of 2 KiB and more go out as a header mbuf per member chained to the
+    # set's one payload (RESULT_CHAINED), smaller ones as copies: both ways
+    # must put the same bytes on the wire, the UDP checksum included.
+    k, job = 6, 11
+    extra = 'aggregation = { session_seed = 0x%08X; max_elems = 2048; };' % SESSION_SEED
+    rng = np.random.default_rng(15)
+    sets = [(INT32, 1024), (FP16, 2047), (INT32, 100)]   # 4096, 4094 (odd), 400 bytes
+    many, single = join_all(job, k, pool_size=4), join_all(job, 1, pool_size=4)
+    for seq, (dtype, n) in enumerate(sets):
+        # Small integers: every fp16 sum is exact, whatever the order.
+        vals = [[int(x) for x in rng.integers(-60, 60, n)] for _ in range(k)]
+        if dtype == FP16:
+            vals = [[float(x) for x in v] for v in vals]
+        for r in range(k):
+            many.append(contrib(job, r, vals[r], slot=seq, seq=seq, dtype=dtype))
+        total = [sum(col) for col in zip(*vals)]
+        single.append(contrib(job, 0, total, slot=seq, seq=seq, dtype=dtype))
+    run = run_incad(base_config(extra=extra), [many])
+    ref = run_incad(base_config(extra=extra), [single])
+    res, want = results(run), results(ref)
+    check(len(res) == k * len(sets) and len(want) == len(sets),
+          '%d and %d RESULTs, expected %d and %d' % (len(res), len(want), k * len(sets),
+                                                     len(sets)))
+    chained = sum(k - 1 for dt, n in sets if n * (4 if dt == INT32 else 2) >= 2048)
+    check(run.counter('RESULT_CHAINED') == chained,
+          'RESULT_CHAINED %d, expected %d' % (run.counter('RESULT_CHAINED'), chained))
+    for w in want:
+        for r in range(k):
+            got = [m for m in res if m['seq'] == w['seq'] and m['rank'] == r]
+            check(len(got) == 1, 'seq %d rank %d: %d RESULTs' % (w['seq'], r, len(got)))
+            h = dict(w.h, rank=r, bitmap=(1 << k) - 1)
+            e = (Ether(src=w.pkt[Ether].src, dst=worker_mac(r)) /
+                 IP(src=w.pkt[IP].src, dst=worker_ip(r), flags=w.pkt[IP].flags, ttl=64,
+                    id=w.pkt[IP].id) /
+                 UDP(sport=INCA_PORT, dport=40000 + r) /
+                 Raw(struct.pack(HDR_FMT, *(h[f] for f in HDR_FIELDS)) + w.body))
+            check(bytes(got[0].pkt) == bytes(e),
+                  'seq %d rank %d: RESULT differs from the single-member one rewritten'
+                  % (w['seq'], r))
+    check(run.total_drops() == 0, 'drops %s' % run.drops)
 
 
 def case_replay():
