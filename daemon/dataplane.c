@@ -11,6 +11,7 @@
  * to a ring, or frees it and counts why.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -115,7 +116,7 @@ free_later(struct incad_lcore *lc, struct rte_mbuf *m)
  * a memcpy and a few adds, not a pass over the payload. Subtracting a
  * 32-bit word is adding its complement: 2^32 - 1 is 0 in this arithmetic.
  */
-static void
+static inline void
 result_patch(uint8_t *f, const struct incad_member *a, uint16_t ra,
 	     const struct incad_member *b, uint16_t rb)
 {
@@ -243,10 +244,10 @@ static void
 send_results(struct incad_lcore *lc, const struct incad_job *job,
 	     const struct incad_view *v, const struct agg_set *set, struct rte_mbuf *reuse)
 {
-	struct rte_mbuf *copy[2 * INCA_MAX_WORKERS], *first = NULL, *m;
+	struct rte_mbuf *copy[2 * INCA_MAX_WORKERS], *first = NULL, *m, *pay;
 	const struct incad_member *fm = NULL, *mb;
 	uint32_t live = v->live;
-	unsigned int r, n, i;
+	unsigned int r, n, i, step;
 	uint16_t frank = 0, len;
 	bool chain, share;
 
@@ -263,32 +264,35 @@ send_results(struct incad_lcore *lc, const struct incad_job *job,
 	if (first == NULL)
 		return;
 	len = first->data_len;
-	/* Two mbufs for each chained RESULT (header and payload), one for a copy. */
-	n = 2 * __builtin_popcount(live);
+	/* Large: two mbufs for each member (header and payload; one is freed
+	 * if the member gets a copy after all); else one, for a copy. */
+	share = len - INCA_ENCAP_LEN - INCA_HDR_LEN >= RESULT_CHAIN_MIN;
+	step = share ? 2 : 1;
+	n = step * __builtin_popcount(live);
 	if (n != 0 && rte_pktmbuf_alloc_bulk(incad.pool, copy, n) != 0) {
 		/* The pool is short: as many as there are mbufs. */
 		for (i = 0; i < n; i++)
 			copy[i] = rte_pktmbuf_alloc(incad.pool);
 	}
-	share = len - INCA_ENCAP_LEN - INCA_HDR_LEN >= RESULT_CHAIN_MIN;
-	for (i = 0; live != 0; i += 2) {
+	for (i = 0; live != 0; i += step) {
 		r = __builtin_ctz(live);
 		live &= live - 1;
 		mb = &v->m[r];
 		m = copy[i];
+		pay = share ? copy[i + 1] : NULL;
 		chain = share && incad.ports[mb->port].tx_multi_seg && mb->qpn == 0;
-		if (m == NULL || (chain && copy[i + 1] == NULL) ||
-		    rte_pktmbuf_tailroom(m) < len) {
+		if (m == NULL || (chain && pay == NULL) || rte_pktmbuf_tailroom(m) < len) {
 			rte_pktmbuf_free(m);
-			rte_pktmbuf_free(copy[i + 1]);
+			rte_pktmbuf_free(pay);
 			incad_drop(lc, INCAD_DROP_NO_MBUF);
 			continue;
 		}
 		if (chain) {
-			m = result_chain(m, copy[i + 1], first, len, fm, frank, mb, r);
+			m = result_chain(m, pay, first, len, fm, frank, mb, r);
 			lc->st.cnt[INCAD_CNT_RESULT_CHAINED]++;
 		} else {
-			rte_pktmbuf_free(copy[i + 1]);
+			if (pay != NULL)
+				rte_pktmbuf_free(pay);
 			m->data_len = len;
 			m->pkt_len = len;
 			memcpy(rte_pktmbuf_mtod(m, void *), rte_pktmbuf_mtod(first, void *), len);
@@ -621,6 +625,59 @@ injected_loss(void)
 	return unlikely(t != 0) && (rte_rand() & UINT32_MAX) < t;
 }
 
+/* struct inca_msg starts with the header's fields at their wire offsets. */
+#define MSG_AT(f, off) \
+	_Static_assert(offsetof(struct inca_msg, f) == (off), "inca_msg." #f " not at " #off)
+MSG_AT(job, 4);
+MSG_AT(rank, 6);
+MSG_AT(token, 8);
+MSG_AT(slot, 12);
+MSG_AT(flags, 14);
+MSG_AT(exp, 15);
+MSG_AT(seq, 16);
+MSG_AT(offset, 20);
+MSG_AT(count, 24);
+MSG_AT(reason, 26);
+MSG_AT(bitmap, 28);
+
+/*
+ * The CONTRIB fast path: decode @len bytes at @p as inca_msg_decode()
+ * would, for a valid CONTRIB only. The header is copied as one block (the
+ * struct mirrors it) and its multi-byte fields swapped in place, and the
+ * checks that decide a CONTRIB's validity are made together, instead of
+ * the codec's field-by-field decode and its per-type dispatch. Returns
+ * false for anything else, valid or not, leaving it to inca_msg_decode()
+ * to decode and classify: it accepts nothing that function refuses
+ * (tests/dpdk's malformed and fuzz cases run both).
+ */
+static inline bool
+contrib_decode(const uint8_t *p, size_t len, unsigned int max_elems, struct inca_msg *m)
+{
+	size_t size;
+
+	if (unlikely(len < INCA_HDR_LEN) || p[0] != INCA_PROTO_VERSION ||
+	    p[1] != INCA_MSG_CONTRIB)
+		return false;
+	memcpy(m, p, INCA_HDR_LEN);
+	m->job = rte_be_to_cpu_16(m->job);
+	m->rank = rte_be_to_cpu_16(m->rank);
+	m->token = rte_be_to_cpu_32(m->token);
+	m->slot = rte_be_to_cpu_16(m->slot);
+	m->seq = rte_be_to_cpu_32(m->seq);
+	m->offset = rte_be_to_cpu_32(m->offset);
+	m->count = rte_be_to_cpu_16(m->count);
+	m->bitmap = rte_be_to_cpu_32(m->bitmap);
+	m->body = p + INCA_HDR_LEN;
+	m->body_len = len - INCA_HDR_LEN;
+	size = inca_dtype_size(m->dtype);
+	/* Unknown dtype: size 0, refused by the length check below. */
+	return m->op < INCA_OP_COUNT && (m->flags & ~INCA_F_MASK) == 0 &&
+	       m->rank < INCA_MAX_WORKERS && m->job != 0 && m->reason == 0 &&
+	       m->count != 0 && m->count <= max_elems && size != 0 &&
+	       m->body_len == m->count * size && m->body_len <= INCA_MAX_PAYLOAD_BYTES &&
+	       (!(m->flags & INCA_F_BFP) || m->dtype == INCA_DTYPE_INT32);
+}
+
 /*
  * A valid UDP datagram to the INCA port of a local address, or the INCA
  * message of a valid RoCEv2 packet from queue pair @qpn (@roce). Takes @m.
@@ -634,7 +691,10 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 	enum inca_wire_err err;
 	unsigned int owner;
 
-	err = inca_msg_decode(f->msg, f->msg_len, incad.cfg.max_elems, msg);
+	if (likely(contrib_decode(f->msg, f->msg_len, incad.cfg.max_elems, msg)))
+		err = INCA_WIRE_OK;
+	else
+		err = inca_msg_decode(f->msg, f->msg_len, incad.cfg.max_elems, msg);
 	meta->roce = roce;
 	meta->qpn = qpn;
 	meta->src_ip = f->src_ip;

@@ -256,9 +256,10 @@ TESTPMD_ARGS=(-- --forward-mode=io --auto-start --stats-period 3600 --total-num-
 # instructions FILE_PREFIX CMD...: incad's instructions per frame under
 # callgrind, in all and by function. The counters are zeroed after the
 # warm-up and dumped (to $out.1) S seconds later; the frames are the calls
-# to inca_msg_decode() in that dump (every frame of the pcap is an INCA
-# message, decoded once), so both counts cover the same instructions
-# however late valgrind acts on the commands.
+# to inca_input() in that dump (every frame of the pcap is an INCA message
+# and goes through it once; inca_msg_decode() in builds before the CONTRIB
+# fast path, which decodes contributions without it), so both counts cover
+# the same instructions however late valgrind acts on the commands.
 instructions()
 {
 	local prefix=$1 pid i out=$TMP/$1.cg
@@ -283,17 +284,18 @@ instructions()
 	$PY - "$out.1" "$out.txt" <<'EOF'
 import re, sys
 from collections import defaultdict
-names, frames, total, want = {}, 0, 0, False
+names, calls, total, want = {}, defaultdict(int), 0, None
 for line in open(sys.argv[1]):
     m = re.match(r'c?fn=\((\d+)\)(?: (.*))?', line)
     if m:
         if m.group(2):
             names[m.group(1)] = m.group(2).strip()
-        want = line.startswith('cfn') and names.get(m.group(1)) == 'inca_msg_decode'
+        want = names.get(m.group(1)) if line.startswith('cfn') else None
     elif line.startswith('calls=') and want:
-        frames += int(line.split()[0][6:])
+        calls[want] += int(line.split()[0][6:])
     elif line.startswith('totals:'):
         total = int(line.split()[1])
+frames = calls['inca_input'] or calls['inca_msg_decode']
 if frames == 0:
     sys.exit('bench_incad: no frames in the callgrind dump')
 by_fn = defaultdict(int)
