@@ -605,6 +605,28 @@ def case_switch_forward():
     check(run.drop('incad/UNHANDLED') == 64, 'drops %s' % run.drops)
 
 
+def case_switch_table_full():
+    # 40 hosts behind port 1 through a table of 16 MACs: a full table still
+    # learns every new source (it replaces the one seen longest ago of a
+    # sample), so the last host is known and a frame to it goes out of
+    # port 1 only, not flooded; the table never holds more than its size.
+    a = '02:00:00:00:cc:0a'
+    hosts = ['02:00:00:00:dd:%02x' % i for i in range(40)]
+    p0 = [tagged(a, agg_mac(0), 'filler%d' % i) for i in range(96)]
+    p0 += [tagged(a, hosts[-1], 'a-to-last'), tagged(a, hosts[-2], 'a-to-last-but-one')]
+    p1 = [tagged(h, agg_mac(1), 'from-%d' % i) for i, h in enumerate(hosts)]
+    extra = 'switch = { mac_table_size = 16; };'
+    run = run_incad(base_config(nports=3, mode='switch', extra=extra), [p0, p1, []],
+                    ask=['/incad/stats'])
+    t1, t2 = tags(run.out[1]), tags(run.out[2])
+    check(t1 == ['a-to-last', 'a-to-last-but-one'], 'port 1 sent %s' % t1)
+    check(t2 == [], 'port 2 sent %s: frames to learned hosts were flooded' % t2)
+    macs = run.telemetry['/incad/stats']['mac_entries']
+    check(macs == 16, 'mac_entries %d, expected the table full at 16' % macs)
+    check(run.counter('L2_FWD') == 2 and run.counter('L2_FLOOD') == 0,
+          'counters %s' % run.counters)
+
+
 def case_switch_aggregate():
     # Worker 0 on port 0, worker 1 on port 1, both talking to incad's
     # address on port 0: each gets its RESULT out of its own port.
