@@ -1049,9 +1049,16 @@ io_loop(struct incad_lcore *lc)
 		now = incad_now();
 		for (p = 0; p < incad.nports; p++) {
 			n = rte_eth_rx_burst(incad.ports[p].port_id, 0, b, RX_BURST);
+			/* Ahead across the burst: the headers two frames on,
+			 * and the next frame's private area, which inca_input()
+			 * writes (a NIC's DMA leaves neither in the cache). */
+			for (i = 0; i < n && i < 2; i++)
+				rte_prefetch0(rte_pktmbuf_mtod(b[i], void *));
 			for (i = 0; i < n; i++) {
+				if (i + 2 < n)
+					rte_prefetch0(rte_pktmbuf_mtod(b[i + 2], void *));
 				if (i + 1 < n)
-					rte_prefetch0(rte_pktmbuf_mtod(b[i + 1], void *));
+					rte_prefetch0(incad_meta(b[i + 1]));
 				io_input(lc, b[i], p, now);
 			}
 			work += n;
