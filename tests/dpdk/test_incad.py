@@ -341,31 +341,38 @@ def case_aggregate4_2lcores():
 def case_result_replica():
     # K members' RESULTs of a set, byte for byte, against the RESULT a
     # single-member job gets for the same sums, its addresses, rank and
-    # bitmap rewritten and its checksums computed anew (by scapy). Payloads
-    # of 2 KiB and more go out as a header mbuf per member chained to the
-    # set's one payload (RESULT_CHAINED), smaller ones as copies: both ways
-    # must put the same bytes on the wire, the UDP checksum included.
+    # bitmap rewritten (and a member's VLAN tag added) and its checksums
+    # computed anew by scapy. Payloads of 2 KiB and more go out as a header
+    # mbuf per member chained to the set's one payload (RESULT_CHAINED),
+    # smaller ones as copies: both ways must put the same bytes on the
+    # wire, the UDP checksum included.
     k, job = 6, 11
     extra = 'aggregation = { session_seed = 0x%08X; max_elems = 2048; };' % SESSION_SEED
     rng = np.random.default_rng(15)
     sets = [(INT32, 1024), (FP16, 2047), (INT32, 100)]   # 4096, 4094 (odd), 400 bytes
-    many, single = join_all(job, k, pool_size=4), join_all(job, 1, pool_size=4)
+    vals, single = [], join_all(job, 1, pool_size=4)
     for seq, (dtype, n) in enumerate(sets):
         # Small integers: every fp16 sum is exact, whatever the order.
-        vals = [[int(x) for x in rng.integers(-60, 60, n)] for _ in range(k)]
+        v = [[int(x) for x in rng.integers(-60, 60, n)] for _ in range(k)]
         if dtype == FP16:
-            vals = [[float(x) for x in v] for v in vals]
-        for r in range(k):
-            many.append(contrib(job, r, vals[r], slot=seq, seq=seq, dtype=dtype))
-        total = [sum(col) for col in zip(*vals)]
-        single.append(contrib(job, 0, total, slot=seq, seq=seq, dtype=dtype))
+            v = [[float(x) for x in c] for c in v]
+        vals.append(v)
+        single.append(contrib(job, 0, [sum(col) for col in zip(*v)], slot=seq, seq=seq,
+                              dtype=dtype))
     ref = run_incad(base_config(extra=extra), [single])
     want = results(ref)
     check(len(want) == len(sets), '%d single-member RESULTs' % len(want))
     chained = sum(k - 1 for dt, n in sets if n * (4 if dt == INT32 else 2) >= 2048)
-    # One lcore; and two, where lcore 1 builds its slots' RESULTs and
-    # hands the chains to the I/O lcore through its ring.
-    for workers, eal in ((1, ()), (2, ('-l', '0-1'))):
+    # One lcore; two, where lcore 1 builds its slots' RESULTs and hands the
+    # chains to the I/O lcore through its ring; and ranks 0 (whose RESULT
+    # is the template the others share) and 3 on VLAN 10.
+    for workers, eal, tagged in ((1, (), ()), (2, ('-l', '0-1'), ()), (1, (), (0, 3))):
+        def tag(fr, r):
+            return vlan_of(fr, 10) if r in tagged else fr
+        many = [tag(fr, r) for r, fr in enumerate(join_all(job, k, pool_size=4))]
+        for seq, (dtype, n) in enumerate(sets):
+            many += [tag(contrib(job, r, vals[seq][r], slot=seq, seq=seq, dtype=dtype), r)
+                     for r in range(k)]
         run = run_incad(base_config(extra=extra, workers=workers), [many], eal=eal)
         res = results(run)
         check(len(res) == k * len(sets), '%d lcores: %d RESULTs, expected %d'
@@ -373,12 +380,13 @@ def case_result_replica():
         check(run.counter('RESULT_CHAINED') == chained,
               'RESULT_CHAINED %d, expected %d' % (run.counter('RESULT_CHAINED'), chained))
         check(run.total_drops() == 0, 'drops %s' % run.drops)
-        compare_replicas(res, want, k)
+        compare_replicas(res, want, k, tagged)
 
 
-def compare_replicas(res, want, k):
+def compare_replicas(res, want, k, tagged):
     """Each of @k members' RESULTs in @res is the single-member RESULT in
-    @want of its seq with the member's addresses, rank and bitmap."""
+    @want of its seq with the member's addresses, rank, bitmap and (ranks
+    in @tagged) VLAN 10."""
     for w in want:
         for r in range(k):
             got = [m for m in res if m['seq'] == w['seq'] and m['rank'] == r]
@@ -389,6 +397,8 @@ def compare_replicas(res, want, k):
                     id=w.pkt[IP].id) /
                  UDP(sport=INCA_PORT, dport=40000 + r) /
                  Raw(struct.pack(HDR_FMT, *(h[f] for f in HDR_FIELDS)) + w.body))
+            if r in tagged:
+                e = vlan_of(Ether(bytes(e)), 10)
             check(bytes(got[0].pkt) == bytes(e),
                   'seq %d rank %d: RESULT differs from the single-member one rewritten'
                   % (w['seq'], r))
