@@ -461,7 +461,7 @@ parse_tenants(struct parser *p, const config_setting_t *l, struct incad_config *
 {
 	static const char *const keys[] = {"name", "token", "job_ids", "slot_quota",
 					   "dynamic_jobs", "sources", "vlans", "job_key", "rate_mbps",
-					   "burst_kb", NULL};
+					   "burst_kb", "priority", NULL};
 	int i, n = config_setting_length(l);
 	unsigned int j;
 
@@ -507,6 +507,7 @@ parse_tenants(struct parser *p, const config_setting_t *l, struct incad_config *
 		t->burst_kb = 512;
 		GET_UINT(p, g, "rate_mbps", 0, 1000000, false, t->rate_mbps);
 		GET_UINT(p, g, "burst_kb", 1, 1048576, false, t->burst_kb);
+		GET_UINT(p, g, "priority", 0, INCAD_PRIO_CLASSES - 1, false, t->priority);
 		get_bool(p, g, "dynamic_jobs", &t->dynamic_jobs);
 		parse_job_key(p, g, t);
 		if (t->dynamic_jobs && !t->has_token && t->job_key_len == 0)
@@ -666,7 +667,7 @@ parse_jobs(struct parser *p, const config_setting_t *l, struct incad_config *c)
 {
 	static const char *const keys[] = {"id", "tenant", "token", "nworkers", "pool_size",
 					   "max_elems", "window", "dtypes", "ops", "members",
-					   "parent", NULL};
+					   "parent", "priority", NULL};
 	int i, n = config_setting_length(l);
 	unsigned int k;
 
@@ -727,6 +728,7 @@ parse_jobs(struct parser *p, const config_setting_t *l, struct incad_config *c)
 			j->tenant = k;
 			if (k < c->ntenants) {
 				j->token = c->tenants[k].token;
+				j->priority = c->tenants[k].priority;
 				if (!c->tenants[k].has_token &&
 				    config_setting_get_member(g, "token") == NULL)
 					perr(p, g, "job %u needs a token (its tenant has none)",
@@ -734,6 +736,7 @@ parse_jobs(struct parser *p, const config_setting_t *l, struct incad_config *c)
 			}
 		}
 		GET_UINT(p, g, "token", 0, UINT32_MAX, false, j->token);
+		GET_UINT(p, g, "priority", 0, INCAD_PRIO_CLASSES - 1, false, j->priority);
 		s = member_of(p, g, "parent", CONFIG_TYPE_GROUP, false);
 		if (s != NULL)
 			parse_parent(p, s, c, j);
@@ -742,6 +745,81 @@ parse_jobs(struct parser *p, const config_setting_t *l, struct incad_config *c)
 				perr(p, g, "job %u is declared twice", j->id);
 		c->njobs++;
 	}
+}
+
+/*
+ * arbitration = { capacity_mbps = N; burst_kb = N; interval_ms = N;
+ * policy = "strict" | "wrr"; weights = [w0, w1, ...]; } (weights by
+ * priority, wrr only).
+ */
+static void
+parse_arbitration(struct parser *p, const config_setting_t *g, struct incad_config *c)
+{
+	static const char *const keys[] = {"capacity_mbps", "burst_kb", "interval_ms", "policy",
+					   "weights", NULL};
+	struct incad_arb_conf *a = &c->arb;
+	const config_setting_t *w;
+	const char *v;
+	int i, n;
+
+	check_keys(p, g, "arbitration", keys);
+	GET_UINT(p, g, "capacity_mbps", 1, 1000000, true, a->capacity_mbps);
+	GET_UINT(p, g, "burst_kb", 1, 1048576, false, a->burst_kb);
+	/* The I/O lcore's timers run every 10 ms: no finer than that. */
+	GET_UINT(p, g, "interval_ms", 10, 1000, false, a->interval_ms);
+	v = get_string(p, g, "policy", true, NULL, 0);
+	if (v != NULL) {
+		if (strcmp(v, "strict") == 0)
+			a->policy = INCAD_ARB_STRICT;
+		else if (strcmp(v, "wrr") == 0)
+			a->policy = INCAD_ARB_WRR;
+		else
+			perr(p, config_setting_get_member(g, "policy"),
+			     "arbitration policy must be \"strict\" or \"wrr\", not \"%s\"", v);
+	}
+	w = member_of(p, g, "weights", CONFIG_TYPE_LIST, false);
+	if (w == NULL) {
+		if (a->policy == INCAD_ARB_WRR && config_setting_get_member(g, "weights") == NULL)
+			perr(p, g, "arbitration policy \"wrr\" needs 'weights' = [w0, w1, ...], "
+				   "one per priority from 0");
+		return;
+	}
+	if (a->policy == INCAD_ARB_STRICT)
+		perr(p, w, "'weights' only apply to policy \"wrr\"");
+	n = config_setting_length(w);
+	if (n < 1 || n > INCAD_PRIO_CLASSES) {
+		perr(p, w, "'weights' must have 1 to %d entries (priorities 0..%d)",
+		     INCAD_PRIO_CLASSES, INCAD_PRIO_CLASSES - 1);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		long long x;
+
+		if (setting_int(p, config_setting_get_elem(w, i), "weights", 1, 1000, &x))
+			a->weights[i] = (uint32_t)x;
+	}
+	a->nweights = (unsigned int)n;
+}
+
+/* With wrr, every priority a tenant or a static job uses needs a weight. */
+static void
+check_weights(struct parser *p, const config_setting_t *root, const struct incad_config *c)
+{
+	const config_setting_t *g = config_setting_get_member(root, "arbitration");
+	unsigned int i;
+
+	if (c->arb.policy != INCAD_ARB_WRR || c->arb.nweights == 0)
+		return;
+	for (i = 0; i < c->ntenants; i++)
+		if (c->tenants[i].priority >= c->arb.nweights)
+			perr(p, g, "arbitration: tenant '%s' has priority %u, which 'weights' "
+				   "(%u entries) gives no weight", c->tenants[i].name,
+			     c->tenants[i].priority, c->arb.nweights);
+	for (i = 0; i < c->njobs; i++)
+		if (c->jobs[i].priority >= c->arb.nweights)
+			perr(p, g, "arbitration: job %u has priority %u, which 'weights' "
+				   "(%u entries) gives no weight", c->jobs[i].id,
+			     c->jobs[i].priority, c->arb.nweights);
 }
 
 /* Checks across sections, once everything is read. */
@@ -775,6 +853,7 @@ check_totals(struct parser *p, const config_setting_t *root, struct incad_config
 		perr(p, config_setting_get_member(root, "jobs"),
 		     "static jobs take %llu slots, above aggregation.max_slots %u",
 		     (unsigned long long)total, c->max_slots);
+	check_weights(p, root, c);
 }
 
 void
@@ -804,6 +883,9 @@ incad_config_defaults(struct incad_config *c)
 	c->stats_interval = 0;
 	c->mac_table_size = 4096;
 	c->mac_age_s = 300;
+	c->arb.policy = INCAD_ARB_OFF;
+	c->arb.burst_kb = 256;
+	c->arb.interval_ms = 10;
 }
 
 int
@@ -812,7 +894,7 @@ incad_config_load(const char *path, struct incad_config *c)
 	static const char *const root_keys[] = {"mode", "inca_port", "workers", "idle",
 						"memory", "aggregation", "timeouts",
 						"stats_interval", "switch", "ports", "tenants",
-						"jobs", "control", "roce", NULL};
+						"jobs", "control", "roce", "arbitration", NULL};
 	static const char *const mem_keys[] = {"mbufs", "ring_size", NULL};
 	static const char *const agg_keys[] = {"pool_size", "max_elems", "window",
 					       "max_slots", "session_seed", NULL};
@@ -919,6 +1001,9 @@ incad_config_load(const char *path, struct incad_config *c)
 	g = member_of(&p, root, "jobs", CONFIG_TYPE_LIST, false);
 	if (g != NULL)
 		parse_jobs(&p, g, c);
+	g = member_of(&p, root, "arbitration", CONFIG_TYPE_GROUP, false);
+	if (g != NULL)
+		parse_arbitration(&p, g, c);
 	check_totals(&p, root, c);
 	if (p.errors > 0)
 		ret = -EINVAL;

@@ -23,6 +23,8 @@
 #define INCAD_MAX_PREFIXES 16
 #define INCAD_MAX_VLANS 16
 #define INCAD_NAME_LEN 32
+/* Job priorities 0 (lowest, the default) .. 7 (highest): one class each. */
+#define INCAD_PRIO_CLASSES 8
 #define INCAD_DEVARGS_LEN 512
 /* Global slot memory may not exceed this many slots (2 sets each). */
 #define INCAD_MAX_SLOTS (1u << 20)
@@ -77,6 +79,7 @@ struct incad_tenant_conf {
 	uint16_t vlans[INCAD_MAX_VLANS]; /* 802.1Q ids; 0 stands for untagged */
 	uint32_t rate_mbps;              /* contributions' bandwidth into incad; 0: no limit */
 	uint32_t burst_kb;               /* what may arrive at once above the rate */
+	uint8_t priority;                /* its dynamic jobs' class (and static jobs' default) */
 };
 
 struct incad_member_conf {
@@ -95,6 +98,7 @@ struct incad_job_conf {
 	uint16_t window;
 	uint16_t dtypes;     /* bit (1 << enum inca_dtype) */
 	uint16_t ops;        /* bit (1 << enum inca_op) */
+	uint8_t priority;    /* arbitration class; default: the tenant's */
 	uint32_t fixed;      /* ranks with a fixed address */
 	struct incad_member_conf members[INCA_MAX_WORKERS]; /* indexed by rank */
 	/*
@@ -112,6 +116,27 @@ struct incad_job_conf {
 	int parent_via;            /* port index to reach it; -1: the port whose subnet holds it */
 	bool parent_has_mac;       /* else resolved with ARP */
 	uint8_t parent_mac[6];
+};
+
+/*
+ * Arbitration between priority classes when the aggregator is the
+ * bottleneck: the operator states the contribution bandwidth incad
+ * sustains (capacity_mbps, measured with bench_incad.sh) and how it is
+ * shared out (docs/incad.md, "Priorities and arbitration").
+ */
+enum incad_arb_policy {
+	INCAD_ARB_OFF,    /* no arbitration section: no class is held back */
+	INCAD_ARB_STRICT, /* a class gets the capacity the higher classes left */
+	INCAD_ARB_WRR,    /* each class with traffic gets its weight's share at least */
+};
+
+struct incad_arb_conf {
+	enum incad_arb_policy policy;
+	uint32_t capacity_mbps;
+	uint32_t burst_kb;                      /* per class */
+	uint32_t interval_ms;                   /* how often the shares are recomputed */
+	uint32_t weights[INCAD_PRIO_CLASSES];   /* wrr, indexed by priority; 0: none given */
+	unsigned int nweights;
 };
 
 struct incad_config {
@@ -151,6 +176,7 @@ struct incad_config {
 	struct incad_tenant_conf tenants[INCAD_MAX_TENANTS];
 	unsigned int njobs;
 	struct incad_job_conf *jobs;
+	struct incad_arb_conf arb;
 };
 
 /* Fill @c with the built-in defaults (no ports, tenants or jobs). */

@@ -326,6 +326,7 @@ job_create(uint16_t id, unsigned int tenant, uint32_t token, uint16_t nworkers,
 	j->token = token;
 	j->dynamic = conf == NULL;
 	j->tenant = tenant;
+	j->prio = conf != NULL ? conf->priority : incad.cfg.tenants[tenant].priority;
 	j->conf = conf;
 	j->window = window < pool_size ? window : pool_size;
 	j->pool_base = (uint32_t)base;

@@ -141,7 +141,8 @@ struct incad_uplink {
 	X(CONTRIB, "contributions counted") \
 	X(COMPLETE, "sets completed") \
 	X(REPLAY, "replays sent") \
-	X(DROP, "contributions dropped")
+	X(DROP, "contributions dropped") \
+	X(PRIO_HELD, "contributions held back by arbitration (in DROP too)")
 
 enum incad_job_counter {
 #define INCAD_X_(n, d) INCAD_JOB_##n,
@@ -163,6 +164,7 @@ struct incad_job {
 	struct incad_view *view;           /* RCU-published */
 	struct incad_uplink *up;           /* tree leaf: the parent (NULL: a root) */
 	uint32_t paused;                   /* sets being reset: contributions drop */
+	uint8_t prio;                      /* arbitration class: the job's or its tenant's */
 	uint64_t last_seen[INCA_MAX_WORKERS]; /* timer cycles; written by any lcore */
 	struct incad_job_stats st[INCAD_MAX_LCORES];
 	/* Control plane only. */

@@ -25,6 +25,7 @@
 #include <rte_prefetch.h>
 #include <rte_random.h>
 
+#include "arbiter.h"
 #include "csum.h"
 #include "ctrl.h"
 #include "dataplane.h"
@@ -551,6 +552,18 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		return;
 	}
 	lc->st.tenant_bytes[job->tenant] += rte_pktmbuf_pkt_len(m);
+	/* After the tenant's own meter: what a tenant may not send anyway is
+	 * no demand of its class. */
+	if (unlikely(incad_arb.on) && !incad_arb_pass(lc, job->prio, rte_pktmbuf_pkt_len(m))) {
+		js->c[INCAD_JOB_DROP]++;
+		js->c[INCAD_JOB_PRIO_HELD]++;
+		/* The member (its address was checked above) backs the chunk
+		 * off to its full timer instead of retrying it at once: a
+		 * header-only frame that saves a storm of retransmissions. */
+		send_nack(lc, meta, mb, INCA_NACK_HELD);
+		incad_drop_mbuf(lc, m, INCAD_DROP_PRIO_HELD);
+		return;
+	}
 
 	switch (agg_contribute(job->agg, msg, &out)) {
 	case AGG_PENDING:

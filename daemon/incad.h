@@ -110,7 +110,8 @@ enum incad_counter {
 	X(PARENT_UNEXPECTED, "message from the parent the leaf does not expect now") \
 	X(INJECTED_LOSS, "contribution dropped on purpose (telemetry /incad/drop_prob)") \
 	X(ROCE_NOT_DATA, "RoCEv2 packet carrying an INCA message other than a CONTRIB") \
-	X(TENANT_RATE, "contribution beyond its tenant's rate_mbps and burst_kb (the worker retransmits)")
+	X(TENANT_RATE, "contribution beyond its tenant's rate_mbps and burst_kb (the worker retransmits)") \
+	X(PRIO_HELD, "contribution held back: its job's priority class is over its share of arbitration.capacity_mbps (NACK HELD sent; the worker retransmits)")
 
 enum incad_drop {
 #define INCAD_X_(n, d) INCAD_DROP_##n,
@@ -138,6 +139,11 @@ struct incad_lcore_stats {
 	 * the frames it dropped (incad/TENANT_RATE as well). */
 	uint64_t tenant_bytes[INCAD_MAX_TENANTS];
 	uint64_t tenant_rate_drops[INCAD_MAX_TENANTS];
+	/* Arbitration, by priority class: bytes that reached it (demand),
+	 * bytes it let through, contributions it held back. */
+	uint64_t class_offered[INCAD_PRIO_CLASSES];
+	uint64_t class_bytes[INCAD_PRIO_CLASSES];
+	uint64_t class_held[INCAD_PRIO_CLASSES];
 } __rte_cache_aligned;
 
 struct incad_port {
@@ -170,6 +176,9 @@ struct incad_lcore {
 	/* Per-tenant meters of this lcore's share of each tenant's rate
 	 * (rate_mbps / workers: slots, hence contributions, spread evenly). */
 	struct rte_meter_srtcm tenant_meter[INCAD_MAX_TENANTS];
+	/* Per-class meters of this lcore's share of the arbitration's
+	 * capacity (arbiter.h). */
+	struct rte_meter_srtcm class_meter[INCAD_PRIO_CLASSES];
 } __rte_cache_aligned;
 
 /*

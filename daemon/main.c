@@ -22,6 +22,7 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 
+#include "arbiter.h"
 #include "ctrl.h"
 #include "dataplane.h"
 #include "l2.h"
@@ -382,10 +383,15 @@ main(int argc, char **argv)
 		INCAD_LOG(cfg, ERR, "tenant rate meters: %s", strerror(-ret));
 		goto out_ctrl;
 	}
+	ret = incad_arb_init();
+	if (ret != 0) {
+		INCAD_LOG(cfg, ERR, "arbitration meters: %s", strerror(-ret));
+		goto out_ctrl;
+	}
 	/* Periodic work of the I/O lcore: eviction, the tree leaves' uplinks,
-	 * then the statistics. */
+	 * the statistics, then the arbitration's rates. */
 	if (incad_timer_add(incad_ctrl_timer) != 0 || incad_timer_add(incad_uplink_timer) != 0 ||
-	    incad_timer_add(incad_stats_timer) != 0) {
+	    incad_timer_add(incad_stats_timer) != 0 || incad_timer_add(incad_arb_timer) != 0) {
 		ret = -ENOSPC;
 		goto out_ctrl;
 	}

@@ -18,6 +18,7 @@
 #include <rte_ethdev.h>
 #include <rte_telemetry.h>
 
+#include "arbiter.h"
 #include "ctrl.h"
 #include "l2.h"
 #include "uplink.h"
@@ -95,6 +96,7 @@ job_summary(struct rte_tel_data *jd, const struct incad_job *j)
 	rte_tel_data_add_dict_int(jd, "id", j->id);
 	rte_tel_data_add_dict_string(jd, "tenant", incad.cfg.tenants[j->tenant].name);
 	rte_tel_data_add_dict_string(jd, "kind", j->dynamic ? "dynamic" : "static");
+	rte_tel_data_add_dict_int(jd, "priority", j->prio);
 	rte_tel_data_add_dict_int(jd, "nworkers", j->agg->p.nworkers);
 	rte_tel_data_add_dict_int(jd, "members", __builtin_popcount(v->live));
 	rte_tel_data_add_dict_u64(jd, "live_mask", v->live);
@@ -154,8 +156,9 @@ tel_jobs(const char *cmd __rte_unused, const char *params __rte_unused,
 		v = incad_job_view((struct incad_job *)j);
 		job_counters(j, c);
 		snprintf(key, sizeof(key), "%u", i);
-		snprintf(buf, sizeof(buf), "tenant=%s members=%d/%u slots=%u busy=%u "
+		snprintf(buf, sizeof(buf), "tenant=%s prio=%u members=%d/%u slots=%u busy=%u "
 			 "complete=%" PRIu64 " drop=%" PRIu64 "%s%s", incad.cfg.tenants[j->tenant].name,
+			 j->prio,
 			 __builtin_popcount(v->live), j->agg->p.nworkers, j->agg->p.pool_size,
 			 agg_job_busy_slots(j->agg), c[INCAD_JOB_COMPLETE], c[INCAD_JOB_DROP],
 			 j->up != NULL ? " parent=" : "",
@@ -442,6 +445,64 @@ tel_tenants(const char *cmd __rte_unused, const char *params __rte_unused,
 	return 0;
 }
 
+/*
+ * The arbitration between priority classes: its configuration and, per
+ * class, the share it is configured for, the demand and allowance of the
+ * last interval and its running totals (incactl arbitration --measure
+ * turns passed_bytes into a rate).
+ */
+static int
+tel_arbitration(const char *cmd __rte_unused, const char *params __rte_unused,
+		struct rte_tel_data *d)
+{
+	static const char *const policies[] = {
+		[INCAD_ARB_OFF] = "off", [INCAD_ARB_STRICT] = "strict", [INCAD_ARB_WRR] = "wrr",
+	};
+	const struct incad_arb_conf *a = &incad.cfg.arb;
+	struct incad_lcore_stats s;
+	uint64_t wsum = 0;
+	unsigned int c;
+	char key[16];
+
+	incad_stats_sum(&s);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "policy", policies[a->policy]);
+	if (a->policy == INCAD_ARB_OFF)
+		return 0;
+	rte_tel_data_add_dict_u64(d, "capacity_mbps", a->capacity_mbps);
+	rte_tel_data_add_dict_u64(d, "burst_kb", a->burst_kb);
+	rte_tel_data_add_dict_u64(d, "interval_ms", a->interval_ms);
+	for (c = 0; c < INCAD_PRIO_CLASSES; c++)
+		wsum += a->weights[c];
+	for (c = 0; c < INCAD_PRIO_CLASSES; c++) {
+		struct rte_tel_data *cd = rte_tel_data_alloc();
+		uint64_t share;
+
+		if (cd == NULL)
+			return -ENOMEM;
+		/* Configured share: wrr's guarantee when every weighted class
+		 * has traffic; under strict any class may take the whole
+		 * capacity that the higher ones leave. */
+		if (a->policy == INCAD_ARB_WRR)
+			share = wsum ? (uint64_t)a->capacity_mbps * a->weights[c] / wsum : 0;
+		else
+			share = a->capacity_mbps;
+		rte_tel_data_start_dict(cd);
+		rte_tel_data_add_dict_u64(cd, "weight", a->weights[c]);
+		rte_tel_data_add_dict_u64(cd, "share_mbps", share);
+		rte_tel_data_add_dict_u64(cd, "demand_kbps",
+			__atomic_load_n(&incad_arb.demand[c], __ATOMIC_RELAXED) * 8 / 1000);
+		rte_tel_data_add_dict_u64(cd, "allowed_kbps",
+			__atomic_load_n(&incad_arb.allow[c], __ATOMIC_RELAXED) * 8 / 1000);
+		rte_tel_data_add_dict_u64(cd, "offered_bytes", s.class_offered[c]);
+		rte_tel_data_add_dict_u64(cd, "passed_bytes", s.class_bytes[c]);
+		rte_tel_data_add_dict_u64(cd, "held", s.class_held[c]);
+		snprintf(key, sizeof(key), "%u", c);
+		rte_tel_data_add_dict_container(d, key, cd, 0);
+	}
+	return 0;
+}
+
 static const struct {
 	const char *cmd;
 	telemetry_cb fn;
@@ -454,6 +515,8 @@ static const struct {
 	{"/incad/drops", tel_drops, "incad drops by reason"},
 	{"/incad/stats", tel_stats, "incad counters, NACKs sent and memory"},
 	{"/incad/tenants", tel_tenants, "incad tenants and their slot use"},
+	{"/incad/arbitration", tel_arbitration,
+	 "arbitration between priority classes: policy, capacity, each class's share and use"},
 	{"/incad/evict", tel_evict, "evict a live member. Parameters: job id, rank"},
 	{"/incad/drop_prob", tel_drop_prob,
 	 "probability of dropping each contribution received. Parameter: 0..1 (0: off)"},

@@ -332,6 +332,12 @@ parent_nack(struct incad_lcore *lc, struct incad_job *j, const struct inca_msg *
 		parent_lost(lc, j, now, inca_nack_name(msg->reason));
 		return;
 	}
+	/* The parent's arbitration held a partial back: the members'
+	 * retransmissions resend it (AGG_RESEND_UP), paced by their timers. */
+	if (u->state == UP_UP && msg->token == u->joined && msg->reason == INCA_NACK_HELD) {
+		u->last_rx = now;
+		return;
+	}
 	incad_drop(lc, INCAD_DROP_PARENT_STALE);
 }
 

@@ -416,8 +416,8 @@ pump(struct inca_comm *c, uint64_t now, uint64_t *next)
 
 		if (e->state != LI_CH_SENT)
 			continue;
-		armed = k == c->base || e->later > 0 || e->lost;
-		if (e->later >= LI_FAST_RETX || (armed && e->deadline <= now)) {
+		armed = k == c->base || e->later > 0 || e->lost || e->held;
+		if ((e->later >= LI_FAST_RETX && !e->held) || (armed && e->deadline <= now)) {
 			ret = emit(c, e, true);
 			if (ret < 0)
 				return ret;
@@ -426,12 +426,13 @@ pump(struct inca_comm *c, uint64_t now, uint64_t *next)
 			if (e->later > 0)
 				e->lost = 1;
 			e->later = 0;
+			e->held = 0;
 			e->sent_ns = now;
 			e->deadline = now + (e->lost ? fast_rto_ns(c, e->retx - 1) :
 						       rto_ns(c, e->retx));
 			c->st.retransmits++;
 		}
-		if ((k == c->base || e->later > 0 || e->lost) && e->deadline < soonest)
+		if ((k == c->base || e->later > 0 || e->lost || e->held) && e->deadline < soonest)
 			soonest = e->deadline;
 	}
 
@@ -458,6 +459,7 @@ pump(struct inca_comm *c, uint64_t now, uint64_t *next)
 		e->retx = 0;
 		e->later = 0;
 		e->lost = 0;
+		e->held = 0;
 		e->sent_ns = now;
 		e->exp_used = exp;
 		{
@@ -587,6 +589,30 @@ handle_result(struct inca_comm *c, const struct inca_msg *m)
 		li_deliver_ready(c);
 }
 
+/*
+ * NACK HELD: the aggregator's arbitration held the chunk back, uncounted.
+ * Its sender is over its class's share, so retrying at once (fast
+ * retransmission on evidence of loss) would only be held again: the chunk
+ * waits for its normal timer, backed off by the retries it has had. Only a
+ * chunk still waiting in this session, sent as the NACK says.
+ */
+static void
+handle_held(struct inca_comm *c, const struct inca_msg *m)
+{
+	uint64_t k = c->base + (uint32_t)(m->seq - (uint32_t)c->base);
+	struct li_chunk *e;
+
+	if (c->ring == NULL || k >= c->next_send)
+		return;
+	e = ent_of(c, k);
+	if (e->seq != k || e->state != LI_CH_SENT || m->slot != k % c->pool)
+		return;
+	e->held = 1;
+	e->lost = 0;
+	e->later = 0;
+	e->deadline = e->sent_ns + rto_ns(c, e->retx);
+}
+
 void
 li_handle_msg(struct inca_comm *c, const void *buf, size_t len)
 {
@@ -618,6 +644,10 @@ li_handle_msg(struct inca_comm *c, const void *buf, size_t len)
 			c->st.nack_reasons[m.reason]++;
 		if (m.reason == INCA_NACK_RATE_LIMITED)
 			break;
+		if (m.reason == INCA_NACK_HELD) {
+			handle_held(c, &m);
+			break;
+		}
 		/* Every other reason (evicted, member lost, unknown job after
 		 * a restart, ...) means no chunk can complete any more. */
 		if (c->nack_err == 0)

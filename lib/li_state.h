@@ -60,6 +60,7 @@ struct li_chunk {
 	uint8_t retx;        /* retransmissions so far */
 	uint8_t later;       /* chunks sent after this one that completed since */
 	uint8_t lost;        /* presumed lost once: no peer can be late for it */
+	uint8_t held;        /* NACK HELD: wait for the full timer, ignore evidence of loss */
 	int8_t exp_used;     /* BFP exponent the payload was quantised with */
 	int8_t res_exp;      /* exp field of the result */
 	uint16_t res_len;    /* payload bytes of the result */

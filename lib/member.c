@@ -222,7 +222,7 @@ exchange(struct inca_comm *c, unsigned type, unsigned want, uint32_t give_up_ms,
 				if (m.reason == INCA_NACK_RATE_LIMITED || type == INCA_MSG_LEAVE ||
 				    m.reason == INCA_NACK_MEMBER_LOST ||
 				    m.reason == INCA_NACK_EVICTED || m.reason == INCA_NACK_MISMATCH ||
-				    m.reason == INCA_NACK_TOO_LARGE)
+				    m.reason == INCA_NACK_TOO_LARGE || m.reason == INCA_NACK_HELD)
 					continue;
 				c->nack_reason = m.reason;
 				li_log(INCA_LOG_WARN, "job %u rank %u: %s refused: %s",

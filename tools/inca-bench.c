@@ -827,12 +827,14 @@ main(int argc, char **argv)
 			printf("],\"stats\":{\"retransmits\":%llu,\"replays\":%llu,"
 			       "\"recoveries\":%llu,\"fallback_calls\":%llu,"
 			       "\"fallback_collectives\":%llu,\"rejoins\":%llu,"
-			       "\"chunks\":%llu}}\n",
+			       "\"chunks\":%llu,\"nacks\":%llu,\"nacks_held\":%llu}}\n",
 			       (unsigned long long)st.retransmits, (unsigned long long)st.replays,
 			       (unsigned long long)st.recoveries,
 			       (unsigned long long)st.fallback_calls,
 			       (unsigned long long)st.fallback_collectives,
-			       (unsigned long long)st.rejoins, (unsigned long long)st.chunks);
+			       (unsigned long long)st.rejoins, (unsigned long long)st.chunks,
+			       (unsigned long long)st.nacks,
+			       (unsigned long long)st.nack_reasons[INCA_NACK_HELD]);
 		else if (!b.csv)
 			printf("# rank 0: %llu packets sent, %llu retransmitted, %llu replays, "
 			       "%llu recoveries%s\n",

@@ -44,7 +44,7 @@ NACK_REASONS = {'BAD_VERSION': 1, 'UNKNOWN_JOB': 2, 'NOT_MEMBER': 3, 'BAD_TOKEN'
                 'QUOTA_EXHAUSTED': 5, 'NO_SLOTS': 6, 'JOB_FULL': 7, 'BAD_PARAMS': 8,
                 'UNSUPPORTED_DTYPE': 9, 'UNSUPPORTED_OP': 10, 'TOO_LARGE': 11,
                 'SHUTTING_DOWN': 12, 'EVICTED': 13, 'MEMBER_LOST': 14,
-                'RATE_LIMITED': 15, 'MISMATCH': 16}
+                'RATE_LIMITED': 15, 'MISMATCH': 16, 'HELD': 17}
 CAP_NATIVE_FLOAT, CAP_BFP, CAP_SEQ_CHECK = 1, 2, 4
 
 AGG_MAC = '02:00:00:00:aa:00'       # incad's MAC on port i: ...:aa:0i

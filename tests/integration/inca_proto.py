@@ -135,15 +135,6 @@ def session_token(seed, job, n, token, prev=0):
     return s
 
 
-def member_secret(seed, job, n, rank):
-    """The member secret incad gives @rank joining incarnation @n of @job
-    under aggregation.session_seed = @seed (daemon/ctrl.c new_secret()):
-    what a LEAVE or HEARTBEAT must carry in its bitmap."""
-    s = seed ^ ((job * 0x9E3779B1) & 0xFFFFFFFF) ^ ((n * 0x85EBCA77) & 0xFFFFFFFF) ^ \
-        (((rank + 1) * 0xC2B2AE3D) & 0xFFFFFFFF)
-    return s or 1
-
-
 def hdr_pack(**kw):
     h = dict.fromkeys(HDR_FIELDS, 0)
     h['version'] = VERSION

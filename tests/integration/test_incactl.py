@@ -224,6 +224,7 @@ def test_incactl_read():
             w1.joined()
             j = incactl(inc, 'job', '1', '--json')
             check(j['members'] == n and not j['blocked'], 'job 1 after join: %s', j)
+            check(j['priority'] == 0, 'job 1 priority %s (the default is 0)', j.get('priority'))
             for m in j['ranks']:
                 r = m['rank']
                 check(m['state'] == 'live', 'rank %d state %s', r, m['state'])
@@ -266,7 +267,7 @@ def test_incactl_read():
                 check(one['counters']['CONTRIB'] == k * n, 'job %d alone: %s', jid,
                       one['counters'])
             txt = incactl(inc, 'jobs')
-            check(re.search(r'^\s*1\s+rack\s+static\s+\d/3\s+\d+\s+\d+\s+%d\s+%d\b'
+            check(re.search(r'^\s*1\s+rack\s+static\s+0\s+\d/3\s+\d+\s+\d+\s+%d\s+%d\b'
                             % (k1 * n, k1), txt, re.M), 'jobs text:\n%s', txt)
 
             ports = incactl(inc, 'ports', '--json')
@@ -299,6 +300,12 @@ def test_incactl_read():
             for x in lines:
                 check(x['interval_s'] > 0.2 and x['counters']['CONTRIB'] == 0 and
                       set(x['jobs']) == {'1', '2'}, 'watch %s', x)
+
+            # No arbitration section: nothing is held back, and it says so.
+            arb = incactl(inc, 'arbitration', '--json')
+            check(arb == {'policy': 'off'}, 'arbitration without a section: %s', arb)
+            txt = incactl(inc, 'arbitration')
+            check('no arbitration configured' in txt, 'arbitration text: %s', txt)
 
             err = incactl(inc, 'job', '999', rc=1)
             check('no job 999' in err, 'job 999: %s', err)

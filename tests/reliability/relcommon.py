@@ -36,10 +36,12 @@ INCA_PORT = P.UDP_PORT
 # ---- incad configurations -------------------------------------------------
 
 def conf_text(rack, tenants, jobs=(), max_elems=256, pool_size=64, window=0,
-              max_slots=4096, heartbeat_ms=None, evict_ms=None, session_seed=None):
+              max_slots=4096, heartbeat_ms=None, evict_ms=None, session_seed=None,
+              arbitration=None):
     """An incad configuration for @rack: its mode, one af_packet port per
     agg-side interface (as tools/rack conf writes them), and the given
-    tenants and static jobs, each a dict of configuration keys."""
+    tenants and static jobs, each a dict of configuration keys (and the
+    arbitration section's, when given)."""
     ifaces = rack.env['RACK_AGG_IFACES'].split()
     ips = rack.env['RACK_AGG_PORT_IPS'].split()
     af = ',framesz=8352,blocksz=1069056' if int(rack.env['RACK_MTU']) > 1500 else ''
@@ -74,6 +76,8 @@ def conf_text(rack, tenants, jobs=(), max_elems=256, pool_size=64, window=0,
     out.append('tenants = (\n%s\n);' % ',\n'.join(group(t) for t in tenants))
     if jobs:
         out.append('jobs = (\n%s\n);' % ',\n'.join(group(j) for j in jobs))
+    if arbitration:
+        out.append('arbitration = %s;' % group(arbitration).strip())
     return '\n'.join(out) + '\n'
 
 

@@ -21,6 +21,10 @@ Cases (docs/reliability.md says what each asserts and what it measured):
                   socket at a running incad, each counted under its reason
     tenant_rates  a tenant held to its rate_mbps while another streams beside it
     join_flood    one host's JOIN flood; another tenant's dynamic job still joins
+    prio_strict   two jobs of priorities 5 and 1 above arbitration.capacity_mbps,
+                  strict: the high one keeps its rate, the low one is held back
+    prio_wrr      the same with wrr weights 3:1: shares in that order, the low
+                  class never below its guaranteed quarter
     spoof_member_addr  (open, not in meson) a packet forging a member's
                   IP and port from another port and MAC is accepted
     fragments     (open, not in meson) IPv4 fragments reach incad reassembled
@@ -808,6 +812,141 @@ def test_tenant_rates():
         figure('tenant rates: B limited to %d Mbit/s measured %.1f Mbit/s of contributions '
                '(%d excess frames dropped), A unlimited %.1f Mbit/s, over %.2f s; both exact',
                limit, mbps['B'], drops, mbps['A'], dt)
+
+
+def prio_case(policy):
+    """Job 100 (tenant A, priority 5) and job 200 (tenant B, priority 1)
+    each stream 64 KiB verified allreduces, each held to 24 Mbit/s by its
+    tenant's rate_mbps, through an incad whose arbitration says it
+    sustains 32 Mbit/s: together they want more than that, so incad is the
+    bottleneck. Under either policy the high job's meter always allows it
+    more than its tenant lets it send (strict: the whole capacity; wrr 3:1:
+    at least 24 of 32), so only the low job is held back (incad/PRIO_HELD
+    on job 200, none on job 100), the high job gets more through than the
+    low one, and both jobs' results are exact (a held contribution is as
+    if lost: the worker retransmits it). The policy shows in the
+    allowances incad computed: strict gives class 5 the whole capacity,
+    wrr never gives class 1 less than its quarter."""
+    cap, tenant_rate = 32, 24
+    src = ['10.77.0.0/24']
+    arb = dict(capacity_mbps=cap, burst_kb=256, policy=policy)
+    if policy == 'wrr':
+        arb['weights'] = [1, 1, 1, 1, 1, 3]
+    with Rack('prio' + policy[0], workers=4, rate=RATE) as rack, \
+            Daemon(rack, INCAD, conf=conf_text(rack, [
+                dict(name='A', token=TOK_A, job_ids=[100, 199], slot_quota=64, sources=src,
+                     rate_mbps=tenant_rate, burst_kb=64),
+                dict(name='B', token=TOK_B, job_ids=[200, 299], slot_quota=64, sources=src,
+                     rate_mbps=tenant_rate, burst_kb=64)],
+                jobs=[dict(id=100, tenant='A', nworkers=2, pool_size=32, priority=5),
+                      dict(id=200, tenant='B', nworkers=2, pool_size=32, priority=1)],
+                arbitration=arb)) as d, \
+            Procs(rack) as procs:
+        tel = d.tel()
+        # Heartbeats keep a held-back job alive however long it waits.
+        args = ['-d', 'fp32', '-s', '65536', '-x', '0', '--verify-each', '-G', '30000']
+        hi = start_benches(procs, BENCH, rack, 100, TOK_A, [0, 1], args + ['-i', '200'],
+                           tag='high')
+        lo = start_benches(procs, BENCH, rack, 200, TOK_B, [2, 3], args + ['-i', '80'],
+                           tag='low')
+        wait_for('both jobs streaming', lambda: streaming(tel, 100, 2, completions=5) and
+                 streaming(tel, 200, 2, completions=2), 60)
+        t0, a0 = time.monotonic(), tel.query('/incad/arbitration')
+        j0 = {j: job_info(tel, j) for j in (100, 200)}
+        allowed = []
+        while time.monotonic() - t0 < 2.0:
+            x = tel.query('/incad/arbitration')
+            allowed.append((x['5']['allowed_kbps'], x['1']['allowed_kbps'],
+                            x['1']['demand_kbps']))
+            time.sleep(0.1)
+        t1, a1 = time.monotonic(), tel.query('/incad/arbitration')
+        j1 = {j: job_info(tel, j) for j in (100, 200)}
+        ctl = incactl_arbitration(d)
+        hi_running = any(e['proc'].poll() is None for e in hi)
+        lo_running = any(e['proc'].poll() is None for e in lo)
+        check(procs.wait(240, hi + lo), 'the jobs did not finish')
+        outs = {}
+        for name, vs in (('high job', hi), ('low job', lo)):
+            outs[name] = out = bench_result(procs, vs, name)
+            check_rows(out, name)
+            check(out['stats']['recoveries'] == 0, '%s fell back: %s', name, out['stats'])
+        # NACK HELD reaches the held job's workers (rank 0's count), and
+        # only them: libinca backs those chunks off to their full timer.
+        st_lo, st_hi = outs['low job']['stats'], outs['high job']['stats']
+        check(st_lo['nacks_held'] > 0 and st_hi['nacks_held'] == 0,
+              'NACK HELD received: low job rank 0 %d, high job rank 0 %d',
+              st_lo['nacks_held'], st_hi['nacks_held'])
+        check(hi_running and lo_running, 'a job finished inside the window: it proves nothing')
+        dt = t1 - t0
+        got = {c: a1[c]['passed_bytes'] - a0[c]['passed_bytes'] for c in ('5', '1')}
+        mbps = {c: got[c] * 8 / dt / 1e6 for c in got}
+        check(got['5'] > got['1'], 'priority 5 passed %d bytes, priority 1 %d: not in the '
+              'order of the policy', got['5'], got['1'])
+        check(j1[200]['PRIO_HELD'] > j0[200]['PRIO_HELD'] and j1[100]['PRIO_HELD'] == 0,
+              'PRIO_HELD in the window: job 100 (priority 5) %d, job 200 (priority 1) %d',
+              j1[100]['PRIO_HELD'], j1[200]['PRIO_HELD'] - j0[200]['PRIO_HELD'])
+        # Once both are done, the counters agree with one another.
+        held = {j: job_info(tel, j)['PRIO_HELD'] for j in (100, 200)}
+        fin = tel.query('/incad/arbitration')
+        check(held[100] == 0 and fin['5']['held'] == 0 and fin['1']['held'] == held[200],
+              'held: jobs %s, classes 5: %d, 1: %d', held, fin['5']['held'], fin['1']['held'])
+        prom = incactl_metrics(d)
+        check(prom['incad_class_held_total'][(('priority', '1'),)] == held[200] and
+              prom['incad_class_held_total'][(('priority', '5'),)] == 0 and
+              prom['incad_class_passed_bytes_total'][(('priority', '5'),)] ==
+              fin['5']['passed_bytes'],
+              'exporter: %s', {k: v for k, v in prom.items() if 'class' in k})
+        drops = tel.query('/incad/drops')
+        check(drops.get('incad/PRIO_HELD', 0) == held[200], 'incad/PRIO_HELD %s, job 200 %d',
+              drops.get('incad/PRIO_HELD'), held[200])
+        # One NACK per held contribution (fewer only if mbufs ran out).
+        nacks = tel.query('/incad/stats').get('nack/HELD', 0)
+        check(0 < nacks <= held[200], 'nack/HELD %d for %d held', nacks, held[200])
+        check(ctl['policy'] == policy and ctl['capacity_mbps'] == cap and
+              ctl['5']['jobs'] == [100] and ctl['1']['jobs'] == [200] and
+              ctl['5']['measured_mbps'] > ctl['1']['measured_mbps'],
+              'incactl arbitration --measure: %s', ctl)
+        if policy == 'strict':
+            check(all(h == cap * 1000 for h, _, _ in allowed),
+                  'strict: class 5 was not always allowed the capacity: %s', allowed)
+        else:
+            check(all(lw >= cap * 1000 // 4 for _, lw, _ in allowed),
+                  'wrr: class 1 was allowed less than its quarter: %s', allowed)
+        tel.close()
+        figure('arbitration %s, capacity %d Mbit/s, both tenants at %d Mbit/s: priority 5 '
+               'passed %.1f Mbit/s, priority 1 %.1f Mbit/s over %.2f s; job 200 held %d '
+               'contributions in all (%d NACK HELD sent; its rank 0 retransmitted %d), '
+               'job 100 none; both exact', policy, cap, tenant_rate,
+               mbps['5'], mbps['1'], dt, held[200], nacks, st_lo['retransmits'])
+
+
+def incactl_arbitration(d):
+    """tools/incactl arbitration --json --measure 0.5 against incad @d."""
+    p = subprocess.run([PYTHON, os.path.join(HERE, '..', '..', 'tools', 'incactl'),
+                        '--prefix', d.prefix, 'arbitration', '--json', '--measure', '0.5'],
+                       capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0, 'incactl arbitration: %d %s', p.returncode, p.stderr)
+    return json.loads(p.stdout)
+
+
+def incactl_metrics(d):
+    """The samples of incactl's Prometheus exporter for incad @d, from its
+    collect() (the exposition itself needs prometheus_client)."""
+    from importlib.machinery import SourceFileLoader
+    import types
+    loader = SourceFileLoader('incactl', os.path.join(HERE, '..', '..', 'tools', 'incactl'))
+    mod = types.ModuleType(loader.name)
+    loader.exec_module(mod)
+    return {name: {tuple(sorted(lab.items())): v for lab, v in samples}
+            for name, (_, _, samples) in mod.collect(mod.socket_path(d.prefix)).fams.items()}
+
+
+def test_prio_strict():
+    prio_case('strict')
+
+
+def test_prio_wrr():
+    prio_case('wrr')
 
 
 def vlan_worker(rack, node, vid, workdir):

@@ -51,6 +51,7 @@ struct tagg_cfg {
 	uint16_t window;
 	uint16_t max_elems;
 	unsigned drop_contrib_every; /* drop every n-th CONTRIB (0: none) */
+	unsigned held_every;         /* answer every n-th CONTRIB NACK HELD, uncounted */
 	unsigned drop_result_every;  /* drop every n-th RESULT copy */
 	unsigned dup_result_every;   /* send every n-th RESULT copy twice */
 	bool reorder;                /* swap every 3rd RESULT copy with the next */
@@ -304,6 +305,11 @@ tagg_handle(struct tagg *a, const uint8_t *buf, size_t len, const struct sockadd
 	a->ncontrib++;
 	if (a->cfg.drop_contrib_every && a->ncontrib % a->cfg.drop_contrib_every == 0)
 		return;
+	if (a->cfg.held_every && a->ncontrib % a->cfg.held_every == 0) {
+		/* As incad's arbitration: not counted, the sender told so. */
+		tagg_reply(a, &m, INCA_MSG_NACK, INCA_NACK_HELD, NULL, from);
+		return;
+	}
 	switch (agg_contribute(a->job, &m, &res)) {
 	case AGG_COMPLETE: {
 		unsigned done = atomic_fetch_add(&a->completions, 1) + 1;
@@ -1099,6 +1105,38 @@ START_TEST(test_lossy)
 }
 END_TEST
 
+/*
+ * NACK HELD (an aggregator's arbitration held the contribution back) is
+ * not a refusal: the chunk is sent again and the stream goes on, with
+ * exact results and no fallback.
+ */
+START_TEST(test_held)
+{
+	struct tagg_cfg cfg;
+	struct tagg *a;
+	struct world w;
+	unsigned r;
+	uint64_t retx = 0, held = 0;
+
+	tagg_cfg_init(&cfg);
+	cfg.held_every = 5;
+	a = tagg_start(&cfg);
+	world_init(&w, 4, a, body_lossy);
+	world_run(&w);
+	for (r = 0; r < w.n; r++) {
+		retx += w.st[r].retransmits;
+		held += w.st[r].nack_reasons[INCA_NACK_HELD];
+		ck_assert_uint_eq(w.st[r].fallback_calls, 0);
+		ck_assert_uint_eq(w.st[r].recoveries, 0);
+	}
+	/* The last ones may reach a rank after it has finished. */
+	ck_assert_uint_gt(held, 0);
+	ck_assert_uint_le(held, atomic_load(&a->nacks));
+	ck_assert_uint_ge(retx, held);
+	tagg_stop(a);
+}
+END_TEST
+
 /* ---- refusal, unreachable aggregator, fallback ------------------------------ */
 
 /* A job the aggregator does not know: NACK, INCA_EREFUSED, no waiting. */
@@ -1682,6 +1720,7 @@ engine_suite(void)
 	TCL("broadcast_every_root", test_broadcast, 3, 60);
 	TC("barrier", test_barrier, 30);
 	TC("loss_dup_reorder", test_lossy, 60);
+	TC("nack_held", test_held, 60);
 	TC("nack_unknown_job", test_nack_unknown_job, 20);
 	TC("unreachable_error", test_unreachable_error, 20);
 	TC("unreachable_fallback", test_unreachable_fallback, 30);

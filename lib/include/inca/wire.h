@@ -135,7 +135,8 @@ enum inca_op {
 	X(EVICTED, 13, "member was evicted (silent too long)") \
 	X(MEMBER_LOST, 14, "the job lost a member; rejoin before contributing") \
 	X(RATE_LIMITED, 15, "too many control messages from this source") \
-	X(MISMATCH, 16, "the ranks' contributions to one chunk differ (count, dtype, op, offset or BFP)")
+	X(MISMATCH, 16, "the ranks' contributions to one chunk differ (count, dtype, op, offset or BFP)") \
+	X(HELD, 17, "contribution held back: its job's priority class is over its share of the aggregator; send it again after a back-off")
 
 enum inca_nack_reason {
 	INCA_NACK_NONE = 0,
