@@ -11,6 +11,7 @@
  * to a ring, or frees it and counts why.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -32,6 +33,13 @@
 #include "uplink.h"
 
 #define RX_BURST 32
+/*
+ * Smallest RESULT payload sent as a header mbuf chained to the set's shared
+ * payload rather than as a copy. Below it a copy costs fewer instructions
+ * than the second mbuf and its detach on free (docs/incad.md, "Frame path":
+ * measured break-even about 1.6 KB).
+ */
+#define RESULT_CHAIN_MIN 2048
 #define RING_BURST 64
 /* How often the I/O lcore looks for silent members. */
 #define TIMER_MS 10
@@ -109,7 +117,7 @@ free_later(struct incad_lcore *lc, struct rte_mbuf *m)
  * a memcpy and a few adds, not a pass over the payload. Subtracting a
  * 32-bit word is adding its complement: 2^32 - 1 is 0 in this arithmetic.
  */
-static void
+static inline void
 result_patch(uint8_t *f, const struct incad_member *a, uint16_t ra,
 	     const struct incad_member *b, uint16_t rb)
 {
@@ -193,18 +201,56 @@ result_build(struct incad_lcore *lc, const struct incad_job *job, const struct a
 }
 
 /*
- * One RESULT per live member: written (and summed) once into @reuse, then
- * copied and patched for the others. Takes @reuse.
+ * The RESULT for member @b made from the template @first (built for member
+ * @fm of rank @frank, @len bytes, untagged UDP): a header mbuf @h holding
+ * the encapsulation and the INCA header, patched for @b, chained in front
+ * of @pay, an indirect mbuf attached to @first's payload. The members'
+ * RESULTs differ only in those first bytes (docs/incad.md, "Frame path"),
+ * so a set's payload is written once and shared, as DPDK's ipv4_multicast
+ * example shares a packet among its destinations; the UDP checksum is
+ * patched as for a copy (it covers the payload, which is unchanged).
+ * Takes @h and @pay; returns the chain (owned by the caller).
+ */
+static struct rte_mbuf *
+result_chain(struct rte_mbuf *h, struct rte_mbuf *pay, struct rte_mbuf *first, uint16_t len,
+	     const struct incad_member *fm, uint16_t frank, const struct incad_member *b,
+	     uint16_t rb)
+{
+	const uint16_t hlen = INCA_ENCAP_LEN + INCA_HDR_LEN;
+
+	memcpy(rte_pktmbuf_mtod(h, void *), rte_pktmbuf_mtod(first, void *), hlen);
+	result_patch(rte_pktmbuf_mtod(h, uint8_t *), fm, frank, b, rb);
+	h->data_len = hlen;
+	/* Takes a reference on first's buffer, released when pay is freed. */
+	rte_pktmbuf_attach(pay, first);
+	pay->data_off += hlen;
+	pay->data_len = len - hlen;
+	pay->pkt_len = len - hlen;
+	h->next = pay;
+	h->nb_segs = 2;
+	h->pkt_len = len;
+	return h;
+}
+
+/*
+ * One RESULT per live member, the set's payload written (and summed) once
+ * into @reuse, the template. On a port that sends chained mbufs the other
+ * members' RESULTs are header mbufs in front of the template's payload;
+ * elsewhere, and for RoCE members (their ICRC covers the whole packet and
+ * is appended to it), full copies. Either way only the headers are
+ * patched, never the payload summed again. Takes @reuse; every mbuf is
+ * queued for transmission or freed and counted.
  */
 static void
 send_results(struct incad_lcore *lc, const struct incad_job *job,
 	     const struct incad_view *v, const struct agg_set *set, struct rte_mbuf *reuse)
 {
-	struct rte_mbuf *copy[INCA_MAX_WORKERS], *first = NULL, *m;
-	const struct incad_member *fm = NULL;
+	struct rte_mbuf *copy[2 * INCA_MAX_WORKERS], *first = NULL, *m, *pay;
+	const struct incad_member *fm = NULL, *mb;
 	uint32_t live = v->live;
-	unsigned int r, n, i;
+	unsigned int r, n, i, step;
 	uint16_t frank = 0, len;
+	bool chain, share;
 
 	while (first == NULL && live != 0) {
 		r = __builtin_ctz(live);
@@ -219,38 +265,56 @@ send_results(struct incad_lcore *lc, const struct incad_job *job,
 	if (first == NULL)
 		return;
 	len = first->data_len;
-	n = __builtin_popcount(live);
+	/* Large: two mbufs for each member (header and payload; one is freed
+	 * if the member gets a copy after all); else one, for a copy. */
+	share = len - INCA_ENCAP_LEN - INCA_HDR_LEN >= RESULT_CHAIN_MIN;
+	step = share ? 2 : 1;
+	n = step * __builtin_popcount(live);
 	if (n != 0 && rte_pktmbuf_alloc_bulk(incad.pool, copy, n) != 0) {
-		/* The pool is short: as many copies as there are mbufs. */
+		/* The pool is short: as many as there are mbufs. */
 		for (i = 0; i < n; i++)
 			copy[i] = rte_pktmbuf_alloc(incad.pool);
 	}
-	for (i = 0; live != 0; i++) {
+	for (i = 0; live != 0; i += step) {
 		r = __builtin_ctz(live);
 		live &= live - 1;
+		mb = &v->m[r];
 		m = copy[i];
-		if (m == NULL || rte_pktmbuf_tailroom(m) < len) {
+		pay = share ? copy[i + 1] : NULL;
+		chain = share && incad.ports[mb->port].tx_multi_seg && mb->qpn == 0;
+		if (m == NULL || (chain && pay == NULL) || rte_pktmbuf_tailroom(m) < len) {
 			rte_pktmbuf_free(m);
+			rte_pktmbuf_free(pay);
 			incad_drop(lc, INCAD_DROP_NO_MBUF);
 			continue;
 		}
-		m->data_len = len;
-		m->pkt_len = len;
-		memcpy(rte_pktmbuf_mtod(m, void *), rte_pktmbuf_mtod(first, void *), len);
-		result_patch(rte_pktmbuf_mtod(m, uint8_t *), fm, frank, &v->m[r], r);
-		if (v->m[r].qpn != 0) {
-			m = incad_roce_wrap(lc, m, v->m[r].qpn, v->m[r].qkey);
-			if (m == NULL)
-				continue;
+		if (chain) {
+			m = result_chain(m, pay, first, len, fm, frank, mb, r);
+			lc->st.cnt[INCAD_CNT_RESULT_CHAINED]++;
+		} else {
+			if (pay != NULL)
+				rte_pktmbuf_free(pay);
+			m->data_len = len;
+			m->pkt_len = len;
+			memcpy(rte_pktmbuf_mtod(m, void *), rte_pktmbuf_mtod(first, void *), len);
+			result_patch(rte_pktmbuf_mtod(m, uint8_t *), fm, frank, mb, r);
+			if (mb->qpn != 0) {
+				m = incad_roce_wrap(lc, m, mb->qpn, mb->qkey);
+				if (m == NULL)
+					continue;
+			}
 		}
-		m = incad_vlan_tag(lc, m, v->m[r].vlan);
+		m = incad_vlan_tag(lc, m, mb->vlan);
 		if (m == NULL)
 			continue;
 		lc->st.cnt[INCAD_CNT_RESULT_TX]++;
-		incad_tx(lc, m, v->m[r].port);
+		incad_tx(lc, m, mb->port);
 	}
 	/* The template goes last (untagged and UDP until its copies are
-	 * made): once queued it may be sent and freed. */
+	 * made): once queued it may be sent and freed. Its chained copies
+	 * hold references to its buffer, which lives until the last is sent;
+	 * the RoCE wrap and the tag below change only bytes none of them
+	 * reads (its headers, and room beyond the payload's end). */
 	if (fm->qpn != 0) {
 		first = incad_roce_wrap(lc, first, fm->qpn, fm->qkey);
 		if (first == NULL)
@@ -575,6 +639,72 @@ injected_loss(void)
 }
 
 /*
+ * Byte order on the per-frame path: DPDK's x86 rte_be_to_cpu_16/32 are
+ * inline asm (xchgb, bswap) the compiler cannot merge with a load or a
+ * comparison; its builtins can (rol, movbe), some 50 instructions a frame.
+ */
+#if RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN
+#define BE16(x) ((uint16_t)__builtin_bswap16(x))
+#define BE32(x) ((uint32_t)__builtin_bswap32(x))
+#else
+#define BE16(x) ((uint16_t)(x))
+#define BE32(x) ((uint32_t)(x))
+#endif
+
+/* struct inca_msg starts with the header's fields at their wire offsets. */
+#define MSG_AT(f, off) \
+	_Static_assert(offsetof(struct inca_msg, f) == (off), "inca_msg." #f " not at " #off)
+MSG_AT(job, 4);
+MSG_AT(rank, 6);
+MSG_AT(token, 8);
+MSG_AT(slot, 12);
+MSG_AT(flags, 14);
+MSG_AT(exp, 15);
+MSG_AT(seq, 16);
+MSG_AT(offset, 20);
+MSG_AT(count, 24);
+MSG_AT(reason, 26);
+MSG_AT(bitmap, 28);
+
+/*
+ * The CONTRIB fast path: decode @len bytes at @p as inca_msg_decode()
+ * would, for a valid CONTRIB only. The header is copied as one block (the
+ * struct mirrors it) and its multi-byte fields swapped in place, and the
+ * checks that decide a CONTRIB's validity are made together, instead of
+ * the codec's field-by-field decode and its per-type dispatch. Returns
+ * false for anything else, valid or not, leaving it to inca_msg_decode()
+ * to decode and classify: it accepts nothing that function refuses
+ * (tests/dpdk's malformed and fuzz cases run both).
+ */
+static inline bool
+contrib_decode(const uint8_t *p, size_t len, unsigned int max_elems, struct inca_msg *m)
+{
+	size_t size;
+
+	if (unlikely(len < INCA_HDR_LEN) || p[0] != INCA_PROTO_VERSION ||
+	    p[1] != INCA_MSG_CONTRIB)
+		return false;
+	memcpy(m, p, INCA_HDR_LEN);
+	m->job = BE16(m->job);
+	m->rank = BE16(m->rank);
+	m->token = BE32(m->token);
+	m->slot = BE16(m->slot);
+	m->seq = BE32(m->seq);
+	m->offset = BE32(m->offset);
+	m->count = BE16(m->count);
+	m->bitmap = BE32(m->bitmap);
+	m->body = p + INCA_HDR_LEN;
+	m->body_len = len - INCA_HDR_LEN;
+	size = inca_dtype_size(m->dtype);
+	/* Unknown dtype: size 0, refused by the length check below. */
+	return m->op < INCA_OP_COUNT && (m->flags & ~INCA_F_MASK) == 0 &&
+	       m->rank < INCA_MAX_WORKERS && m->job != 0 && m->reason == 0 &&
+	       m->count != 0 && m->count <= max_elems && size != 0 &&
+	       m->body_len == m->count * size && m->body_len <= INCA_MAX_PAYLOAD_BYTES &&
+	       (!(m->flags & INCA_F_BFP) || m->dtype == INCA_DTYPE_INT32);
+}
+
+/*
  * A valid UDP datagram to the INCA port of a local address, or the INCA
  * message of a valid RoCEv2 packet from queue pair @qpn (@roce). Takes @m.
  */
@@ -587,7 +717,10 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 	enum inca_wire_err err;
 	unsigned int owner;
 
-	err = inca_msg_decode(f->msg, f->msg_len, incad.cfg.max_elems, msg);
+	if (likely(contrib_decode(f->msg, f->msg_len, incad.cfg.max_elems, msg)))
+		err = INCA_WIRE_OK;
+	else
+		err = inca_msg_decode(f->msg, f->msg_len, incad.cfg.max_elems, msg);
 	meta->roce = roce;
 	meta->qpn = qpn;
 	meta->src_ip = f->src_ip;
@@ -738,8 +871,8 @@ fast_frame_parse(const struct rte_mbuf *m, const uint8_t *eth, uint32_t len, siz
 	    (udp->dst_port != rte_cpu_to_be_16(incad.cfg.inca_port) &&
 	     !(incad.cfg.roce && udp->dst_port == rte_cpu_to_be_16(INCA_ROCE_PORT))))
 		return false;
-	tot = rte_be_to_cpu_16(ip->total_length);
-	ulen = rte_be_to_cpu_16(udp->dgram_len);
+	tot = BE16(ip->total_length);
+	ulen = BE16(udp->dgram_len);
 	if (tot > len - l3 || ulen < sizeof(*udp) || ulen != tot - sizeof(*ip) ||
 	    incad_ipv4_sum20(ip) != 0xffff)
 		return false;
@@ -748,10 +881,10 @@ fast_frame_parse(const struct rte_mbuf *m, const uint8_t *eth, uint32_t len, siz
 	    incad_udp_sum20(ip, ulen) != 0xffff)
 		return false;
 	f->eth = eth;
-	f->src_ip = rte_be_to_cpu_32(ip->src_addr);
-	f->dst_ip = rte_be_to_cpu_32(ip->dst_addr);
-	f->src_port = rte_be_to_cpu_16(udp->src_port);
-	f->dst_port = rte_be_to_cpu_16(udp->dst_port);
+	f->src_ip = BE32(ip->src_addr);
+	f->dst_ip = BE32(ip->dst_addr);
+	f->src_port = BE16(udp->src_port);
+	f->dst_port = BE16(udp->dst_port);
 	f->msg = (const uint8_t *)(udp + 1);
 	f->msg_len = ulen - sizeof(*udp);
 	return true;
@@ -795,9 +928,9 @@ io_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, uint64_t 
 		return;
 	}
 
-	type = rte_be_to_cpu_16(eth->ether_type);
+	type = BE16(eth->ether_type);
 	if (type == RTE_ETHER_TYPE_VLAN && len >= RTE_ETHER_HDR_LEN + 4) {
-		type = rte_be_to_cpu_16(*(rte_be16_t *)((uint8_t *)eth + 16));
+		type = BE16(*(rte_be16_t *)((uint8_t *)eth + 16));
 		l3 += 4;
 	}
 	if (type == RTE_ETHER_TYPE_ARP) {
@@ -810,7 +943,7 @@ io_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, uint64_t 
 			const struct rte_ipv4_hdr *ip =
 				rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, l3);
 
-			if (incad_local_port(rte_be_to_cpu_32(ip->dst_addr)) < 0) {
+			if (incad_local_port(BE32(ip->dst_addr)) < 0) {
 				if (sw && group)
 					incad_l2_flood(lc, m, in_port);
 				else
@@ -942,9 +1075,16 @@ io_loop(struct incad_lcore *lc)
 		now = incad_now();
 		for (p = 0; p < incad.nports; p++) {
 			n = rte_eth_rx_burst(incad.ports[p].port_id, 0, b, RX_BURST);
+			/* Ahead across the burst: the headers two frames on,
+			 * and the next frame's private area, which inca_input()
+			 * writes (a NIC's DMA leaves neither in the cache). */
+			for (i = 0; i < n && i < 2; i++)
+				rte_prefetch0(rte_pktmbuf_mtod(b[i], void *));
 			for (i = 0; i < n; i++) {
+				if (i + 2 < n)
+					rte_prefetch0(rte_pktmbuf_mtod(b[i + 2], void *));
 				if (i + 1 < n)
-					rte_prefetch0(rte_pktmbuf_mtod(b[i + 1], void *));
+					rte_prefetch0(incad_meta(b[i + 1]));
 				io_input(lc, b[i], p, now);
 			}
 			work += n;

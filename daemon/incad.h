@@ -45,6 +45,7 @@
 	X(CONTRIB, "contributions counted") \
 	X(COMPLETE, "sets completed") \
 	X(RESULT_TX, "RESULT frames sent (one per member)") \
+	X(RESULT_CHAINED, "of which a header mbuf chained to the set's shared payload") \
 	X(REPLAY_TX, "RESULT replays sent to one sender") \
 	X(NACK_TX, "NACK frames sent") \
 	X(CTRL_RX, "control messages handled") \
@@ -155,6 +156,8 @@ struct incad_port {
 	uint32_t ipv4;       /* host order */
 	rte_be32_t ipv4_be;
 	uint32_t bcast;      /* the subnet's broadcast address, host order (0: none) */
+	/* The PMD sends chained mbufs: a set's RESULTs share one payload. */
+	bool tx_multi_seg;
 };
 
 struct incad_lcore {

@@ -14,6 +14,8 @@
 
 #include <rte_arp.h>
 #include <rte_byteorder.h>
+#include <rte_errno.h>
+#include <rte_hash.h>
 #include <rte_hash_crc.h>
 #include <rte_icmp.h>
 #include <rte_ip.h>
@@ -21,28 +23,39 @@
 
 #include "l2.h"
 
-/* How many table positions a lookup or an insertion probes. */
-#define PROBES 8
+/* How many entries a full table compares to pick the one it replaces. */
+#define EVICT_SAMPLE 8
 #define NEIGH_SIZE 256
 
+/*
+ * The MAC table (48-bit addresses) and the neighbour table (IPv4 address
+ * to MAC and port, learned from ARP, read by the tree uplinks): each a
+ * DPDK cuckoo hash (rte_hash) whose key positions index an array of
+ * entries. Only the I/O lcore reads or changes them; telemetry reads the
+ * counts.
+ */
+struct l2_table {
+	struct rte_hash *h;
+	void *entries;       /* indexed by key position; each starts with its seen */
+	size_t entry_size;
+	uint32_t evict_next; /* rte_hash_iterate() cursor of the eviction sample */
+	unsigned int count;
+	size_t bytes;
+};
+
 struct mac_entry {
-	uint64_t mac;     /* 48-bit address; 0: empty */
 	uint64_t seen;    /* timer cycles */
 	uint16_t port;
 };
 
 struct neigh_entry {
-	uint32_t ip;
+	uint64_t seen;    /* timer cycles */
 	uint8_t mac[6];
 	uint16_t port;
 };
 
-static struct mac_entry *mac_table;
-static uint32_t mac_mask;
-static unsigned int mac_count;
+static struct l2_table macs, neighs;
 static uint64_t mac_age;
-static struct neigh_entry neigh[NEIGH_SIZE];
-static unsigned int neigh_count;
 
 static inline uint64_t
 mac_key(const struct rte_ether_addr *a)
@@ -53,82 +66,169 @@ mac_key(const struct rte_ether_addr *a)
 	return k;
 }
 
+static int
+table_init(struct l2_table *t, const char *name, uint32_t entries, uint32_t key_len,
+	   size_t entry_size)
+{
+	struct rte_hash_parameters hp = {
+		.name = name,
+		.entries = entries,
+		.key_len = key_len,
+		.hash_func = rte_hash_crc,
+		.socket_id = (int)rte_socket_id(),
+		/* Extendable buckets: an insertion fails only when every entry
+		 * is taken, so that evicting any one makes room. */
+		.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+	};
+	int32_t slots;
+
+	t->h = rte_hash_create(&hp);
+	if (t->h == NULL)
+		return -rte_errno;
+	slots = rte_hash_max_key_id(t->h) + 1;
+	t->entries = rte_zmalloc(name, slots * entry_size, RTE_CACHE_LINE_SIZE);
+	if (t->entries == NULL)
+		return -ENOMEM;
+	t->entry_size = entry_size;
+	/* The entries, and about as much again for the hash's keys and buckets. */
+	t->bytes = 2 * slots * (entry_size + key_len);
+	return 0;
+}
+
+static void
+table_fini(struct l2_table *t)
+{
+	rte_hash_free(t->h);
+	rte_free(t->entries);
+	memset(t, 0, sizeof(*t));
+}
+
+static inline void *
+table_entry(const struct l2_table *t, int32_t pos)
+{
+	return (uint8_t *)t->entries + (size_t)pos * t->entry_size;
+}
+
 int
 incad_l2_init(void)
 {
-	uint32_t size = rte_align32pow2(incad.cfg.mac_table_size);
+	int ret;
 
-	mac_table = rte_zmalloc("incad_mac", size * sizeof(*mac_table), RTE_CACHE_LINE_SIZE);
-	if (mac_table == NULL)
-		return -ENOMEM;
-	mac_mask = size - 1;
+	ret = table_init(&macs, "incad_mac", incad.cfg.mac_table_size, sizeof(uint64_t),
+			 sizeof(struct mac_entry));
+	if (ret == 0)
+		ret = table_init(&neighs, "incad_neigh", NEIGH_SIZE, sizeof(uint32_t),
+				 sizeof(struct neigh_entry));
+	if (ret != 0) {
+		incad_l2_fini();
+		return ret;
+	}
 	mac_age = incad.hz * incad.cfg.mac_age_s;
-	incad.table_bytes += size * sizeof(*mac_table) + sizeof(neigh);
+	incad.table_bytes += macs.bytes + neighs.bytes;
 	return 0;
 }
 
 void
 incad_l2_fini(void)
 {
-	rte_free(mac_table);
-	mac_table = NULL;
+	table_fini(&macs);
+	table_fini(&neighs);
 }
 
 unsigned int
 incad_l2_macs(void)
 {
-	return __atomic_load_n(&mac_count, __ATOMIC_RELAXED);
+	return __atomic_load_n(&macs.count, __ATOMIC_RELAXED);
 }
 
 unsigned int
 incad_l2_neighbours(void)
 {
-	return __atomic_load_n(&neigh_count, __ATOMIC_RELAXED);
+	return __atomic_load_n(&neighs.count, __ATOMIC_RELAXED);
 }
 
-static struct mac_entry *
+/* The live entry of @key, or NULL (unknown, or not seen for mac_age_s). */
+static const struct mac_entry *
 mac_lookup(uint64_t key, uint64_t now)
 {
-	uint32_t h = rte_hash_crc_8byte(key, 0) & mac_mask;
-	unsigned int i;
+	int32_t pos = rte_hash_lookup(macs.h, &key);
+	const struct mac_entry *e;
 
-	for (i = 0; i < PROBES; i++) {
-		struct mac_entry *e = &mac_table[(h + i) & mac_mask];
+	if (pos < 0)
+		return NULL;
+	e = table_entry(&macs, pos);
+	return now - e->seen <= mac_age ? e : NULL;
+}
 
-		if (e->mac == key)
-			return now - e->seen <= mac_age ? e : NULL;
+/*
+ * A full table makes room: of EVICT_SAMPLE entries, taken in table order
+ * from where the last sample ended, the one seen longest ago goes. Bounded
+ * work whatever the table's size, so that a flood of new source addresses
+ * costs no more per frame than a known one; the tables are caches (an
+ * unknown MAC is flooded, an unknown neighbour asked for again).
+ */
+static void
+table_evict(struct l2_table *t)
+{
+	const void *key, *victim = NULL;
+	uint64_t oldest = UINT64_MAX, seen;
+	unsigned int n = 0, wraps = 0;
+	void *data;
+	int32_t pos;
+
+	while (n < EVICT_SAMPLE && wraps < 2) {
+		pos = rte_hash_iterate(t->h, &key, &data, &t->evict_next);
+		if (pos < 0) {
+			t->evict_next = 0;
+			wraps++;
+			continue;
+		}
+		n++;
+		seen = *(const uint64_t *)table_entry(t, pos);
+		if (victim == NULL || seen < oldest) {
+			victim = key;
+			oldest = seen;
+		}
 	}
-	return NULL;
+	if (victim != NULL && rte_hash_del_key(t->h, victim) >= 0)
+		__atomic_store_n(&t->count, t->count - 1, __ATOMIC_RELAXED);
+}
+
+/* The entry of @key, added (evicting another if need be) when it is new. */
+static void *
+table_upsert(struct l2_table *t, const void *key)
+{
+	int32_t pos = rte_hash_lookup(t->h, key);
+
+	if (pos < 0) {
+		pos = rte_hash_add_key(t->h, key);
+		if (pos == -ENOSPC) {
+			table_evict(t);
+			pos = rte_hash_add_key(t->h, key);
+		}
+		/* Not after an eviction (with extendable buckets a freed entry
+		 * is room); if it were, the key would stay unknown. */
+		if (pos < 0)
+			return NULL;
+		__atomic_store_n(&t->count, t->count + 1, __ATOMIC_RELAXED);
+	}
+	return table_entry(t, pos);
 }
 
 void
 incad_l2_learn(const struct rte_ether_addr *mac, uint16_t port, uint64_t now)
 {
 	uint64_t key = mac_key(mac);
-	uint32_t h = rte_hash_crc_8byte(key, 0) & mac_mask;
-	struct mac_entry *e, *victim = NULL;
-	unsigned int i;
+	struct mac_entry *e;
 
 	/* A group address is never a source; learning it would break flooding. */
 	if (rte_is_multicast_ether_addr(mac) || key == 0)
 		return;
-	for (i = 0; i < PROBES; i++) {
-		e = &mac_table[(h + i) & mac_mask];
-		if (e->mac == key) {
-			e->port = port;
-			e->seen = now;
-			return;
-		}
-		/* Prefer an empty entry, else the one seen longest ago. */
-		if (victim == NULL ||
-		    (victim->mac != 0 && (e->mac == 0 || e->seen < victim->seen)))
-			victim = e;
-	}
-	if (victim->mac == 0)
-		__atomic_store_n(&mac_count, mac_count + 1, __ATOMIC_RELAXED);
-	victim->mac = key;
-	victim->port = port;
-	victim->seen = now;
+	e = table_upsert(&macs, &key);
+	if (e == NULL)
+		return;
+	e->port = port;
+	e->seen = now;
 }
 
 void
@@ -174,29 +274,18 @@ incad_l2_forward(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, u
 
 static void
 neigh_learn(struct incad_lcore *lc, uint32_t ip, const struct rte_ether_addr *mac,
-	    uint16_t port)
+	    uint16_t port, uint64_t now)
 {
-	unsigned int i, h = rte_hash_crc_4byte(ip, 0) % NEIGH_SIZE;
+	struct neigh_entry *e;
 
 	if (ip == 0 || rte_is_multicast_ether_addr(mac))
 		return;
-	for (i = 0; i < PROBES; i++) {
-		struct neigh_entry *e = &neigh[(h + i) % NEIGH_SIZE];
-
-		if (e->ip == ip || e->ip == 0) {
-			if (e->ip == 0)
-				__atomic_store_n(&neigh_count, neigh_count + 1, __ATOMIC_RELAXED);
-			e->ip = ip;
-			memcpy(e->mac, mac->addr_bytes, 6);
-			e->port = port;
-			lc->st.cnt[INCAD_CNT_ARP_LEARN]++;
-			return;
-		}
-	}
-	/* Table region full: replace the first probe; it is only a cache. */
-	neigh[h].ip = ip;
-	memcpy(neigh[h].mac, mac->addr_bytes, 6);
-	neigh[h].port = port;
+	e = table_upsert(&neighs, &ip);
+	if (e == NULL)
+		return;
+	memcpy(e->mac, mac->addr_bytes, 6);
+	e->port = port;
+	e->seen = now;
 	lc->st.cnt[INCAD_CNT_ARP_LEARN]++;
 }
 
@@ -263,7 +352,7 @@ incad_l2_arp(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, size_
 		return;
 	}
 	if (op == RTE_ARP_OP_REPLY) {
-		neigh_learn(lc, sip, &a->arp_sha, in_port);
+		neigh_learn(lc, sip, &a->arp_sha, in_port, now);
 		rte_pktmbuf_free(m);
 		return;
 	}
@@ -271,7 +360,7 @@ incad_l2_arp(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, size_
 		incad_drop_mbuf(lc, m, INCAD_DROP_ARP_INVALID);
 		return;
 	}
-	neigh_learn(lc, sip, &a->arp_sha, in_port);
+	neigh_learn(lc, sip, &a->arp_sha, in_port, now);
 
 	/* Answer in place, from the port the request came in on: all of
 	 * incad's addresses are reachable on every port. */
@@ -332,25 +421,15 @@ incad_l2_icmp(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, size
 bool
 incad_l2_neigh_lookup(uint32_t ip, uint8_t mac[6], uint16_t *port)
 {
-	unsigned int i, h = rte_hash_crc_4byte(ip, 0) % NEIGH_SIZE;
+	int32_t pos = rte_hash_lookup(neighs.h, &ip);
+	const struct neigh_entry *e;
 
-	for (i = 0; i < PROBES; i++) {
-		const struct neigh_entry *e = &neigh[(h + i) % NEIGH_SIZE];
-
-		if (e->ip == ip) {
-			static const uint8_t none[6];
-
-			/* Forgotten: kept in place so that probing goes on. */
-			if (memcmp(e->mac, none, 6) == 0)
-				return false;
-			memcpy(mac, e->mac, 6);
-			*port = e->port;
-			return true;
-		}
-		if (e->ip == 0)
-			break;
-	}
-	return false;
+	if (pos < 0)
+		return false;
+	e = table_entry(&neighs, pos);
+	memcpy(mac, e->mac, 6);
+	*port = e->port;
+	return true;
 }
 
 void
@@ -391,14 +470,6 @@ incad_l2_arp_request(struct incad_lcore *lc, uint16_t port_idx, uint32_t ip)
 void
 incad_l2_neigh_forget(uint32_t ip)
 {
-	unsigned int i, h = rte_hash_crc_4byte(ip, 0) % NEIGH_SIZE;
-
-	for (i = 0; i < PROBES; i++) {
-		struct neigh_entry *e = &neigh[(h + i) % NEIGH_SIZE];
-
-		if (e->ip == ip)
-			memset(e->mac, 0, 6);
-		if (e->ip == 0)
-			return;
-	}
+	if (rte_hash_del_key(neighs.h, &ip) >= 0)
+		__atomic_store_n(&neighs.count, neighs.count - 1, __ATOMIC_RELAXED);
 }

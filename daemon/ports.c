@@ -113,6 +113,14 @@ port_setup(const struct incad_port_conf *pc, struct incad_port *p)
 	 * the offload but does it in software, more slowly than incad. */
 	if (strcmp(info.driver_name, "net_tap") != 0)
 		conf.rxmode.offloads |= info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+	/* Chained RESULTs (a header mbuf per member in front of the set's one
+	 * payload) only where the PMD sends them: others get copies. net_pcap
+	 * does (it reads a chain into its bounce buffer, and the dpdk tests
+	 * compare what it writes byte for byte) without announcing it. */
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	p->tx_multi_seg = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0 ||
+			  strcmp(info.driver_name, "net_pcap") == 0;
 	ret = rte_eth_dev_configure(p->port_id, 1, 1, &conf);
 	if (ret != 0) {
 		INCAD_LOG(port, ERR, "port '%s': configure: %s", p->name, strerror(-ret));
@@ -156,6 +164,8 @@ port_setup(const struct incad_port_conf *pc, struct incad_port *p)
 		return ret;
 	}
 	p->started = true;
+	INCAD_LOG(port, INFO, "port '%s' (%s): RESULTs %s", p->name, info.driver_name,
+		  p->tx_multi_seg ? "replicated (multi-segment tx)" : "copied");
 	return 0;
 }
 

@@ -240,15 +240,30 @@ incad_roce_wrap(struct incad_lcore *lc, struct rte_mbuf *m, uint32_t qpn, uint32
 struct rte_mbuf *
 incad_vlan_tag(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t vlan)
 {
+	struct rte_vlan_hdr *vh;
+	uint8_t *p;
+
 	if (vlan == 0)
 		return m;
-	/* In software, whatever the PMD offers: every port type tags alike. */
-	m->vlan_tci = vlan;
-	if (rte_vlan_insert(&m) != 0) {
-		rte_pktmbuf_free(m);
-		incad_drop(lc, INCAD_DROP_NO_MBUF);
+	/*
+	 * In software, whatever the PMD offers: every port type tags alike.
+	 * By hand rather than rte_vlan_insert(), which refuses an mbuf whose
+	 * buffer is shared: a RESULT template is, with its members' chained
+	 * copies, but they only read its payload, never these first bytes.
+	 */
+	p = (uint8_t *)rte_pktmbuf_prepend(m, sizeof(*vh));
+	if (p == NULL) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_NO_MBUF);
 		return NULL;
 	}
+	memmove(p, p + sizeof(*vh), 2 * RTE_ETHER_ADDR_LEN);
+	/* The old EtherType stays in place as the tag's inner one. */
+	p[12] = 0x81;
+	p[13] = 0x00;
+	vh = (struct rte_vlan_hdr *)(p + RTE_ETHER_HDR_LEN);
+	vh->vlan_tci = rte_cpu_to_be_16(vlan);
+	/* A stripped tag's flag must not make a PMD insert it twice. */
+	m->ol_flags &= ~(RTE_MBUF_F_RX_VLAN_STRIPPED | RTE_MBUF_F_TX_VLAN);
 	return m;
 }
 

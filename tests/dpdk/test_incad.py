@@ -22,8 +22,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from incadtest import (  # noqa: E402
-    ARP, CAP_SEQ_CHECK, CAPS, CONTRIB, F_RETX, F_SET, FP16, FP32, HEARTBEAT,
-    HEARTBEAT_ACK, HELLO, ICMP, INCA_PORT, INT32, IP, JOIN, JOIN_ACK, LEAVE, LEAVE_ACK,
+    ARP, CAP_SEQ_CHECK, CAPS, CONTRIB, F_RETX, F_SET, FP16, FP32, HDR_FIELDS, HDR_FMT,
+    HEARTBEAT, HEARTBEAT_ACK, HELLO, ICMP, INCA_PORT, INT32, IP, JOIN, JOIN_ACK, LEAVE, LEAVE_ACK,
     MAX, MIN, NACK, NACK_REASONS, RESULT, SUM, TOKEN, UDP, Ether, Raw, agg_ip,
     agg_mac, base_config, check, checksums_ok, contrib, ctrl, hdr, incad_path, join,
     main, member_secret, run_incad, session, udp_frame, worker_ip, worker_mac, SESSION_SEED,
@@ -360,6 +360,72 @@ def case_aggregate4_2lcores():
           % run.counter('DISPATCH'))
 
 
+def case_result_replica():
+    # K members' RESULTs of a set, byte for byte, against the RESULT a
+    # single-member job gets for the same sums, its addresses, rank and
+    # bitmap rewritten (and a member's VLAN tag added) and its checksums
+    # computed anew by scapy. Payloads of 2 KiB and more go out as a header
+    # mbuf per member chained to the set's one payload (RESULT_CHAINED),
+    # smaller ones as copies: both ways must put the same bytes on the
+    # wire, the UDP checksum included.
+    k, job = 6, 11
+    extra = 'aggregation = { session_seed = 0x%08X; max_elems = 2048; };' % SESSION_SEED
+    rng = np.random.default_rng(15)
+    sets = [(INT32, 1024), (FP16, 2047), (INT32, 100)]   # 4096, 4094 (odd), 400 bytes
+    vals, single = [], join_all(job, 1, pool_size=4)
+    for seq, (dtype, n) in enumerate(sets):
+        # Small integers: every fp16 sum is exact, whatever the order.
+        v = [[int(x) for x in rng.integers(-60, 60, n)] for _ in range(k)]
+        if dtype == FP16:
+            v = [[float(x) for x in c] for c in v]
+        vals.append(v)
+        single.append(contrib(job, 0, [sum(col) for col in zip(*v)], slot=seq, seq=seq,
+                              dtype=dtype))
+    ref = run_incad(base_config(extra=extra), [single])
+    want = results(ref)
+    check(len(want) == len(sets), '%d single-member RESULTs' % len(want))
+    chained = sum(k - 1 for dt, n in sets if n * (4 if dt == INT32 else 2) >= 2048)
+    # One lcore; two, where lcore 1 builds its slots' RESULTs and hands the
+    # chains to the I/O lcore through its ring; and ranks 0 (whose RESULT
+    # is the template the others share) and 3 on VLAN 10.
+    for workers, eal, tagged in ((1, (), ()), (2, ('-l', '0-1'), ()), (1, (), (0, 3))):
+        def tag(fr, r):
+            return vlan_of(fr, 10) if r in tagged else fr
+        many = [tag(fr, r) for r, fr in enumerate(join_all(job, k, pool_size=4))]
+        for seq, (dtype, n) in enumerate(sets):
+            many += [tag(contrib(job, r, vals[seq][r], slot=seq, seq=seq, dtype=dtype), r)
+                     for r in range(k)]
+        run = run_incad(base_config(extra=extra, workers=workers), [many], eal=eal)
+        res = results(run)
+        check(len(res) == k * len(sets), '%d lcores: %d RESULTs, expected %d'
+              % (workers, len(res), k * len(sets)))
+        check(run.counter('RESULT_CHAINED') == chained,
+              'RESULT_CHAINED %d, expected %d' % (run.counter('RESULT_CHAINED'), chained))
+        check(run.total_drops() == 0, 'drops %s' % run.drops)
+        compare_replicas(res, want, k, tagged)
+
+
+def compare_replicas(res, want, k, tagged):
+    """Each of @k members' RESULTs in @res is the single-member RESULT in
+    @want of its seq with the member's addresses, rank, bitmap and (ranks
+    in @tagged) VLAN 10."""
+    for w in want:
+        for r in range(k):
+            got = [m for m in res if m['seq'] == w['seq'] and m['rank'] == r]
+            check(len(got) == 1, 'seq %d rank %d: %d RESULTs' % (w['seq'], r, len(got)))
+            h = dict(w.h, rank=r, bitmap=(1 << k) - 1)
+            e = (Ether(src=w.pkt[Ether].src, dst=worker_mac(r)) /
+                 IP(src=w.pkt[IP].src, dst=worker_ip(r), flags=w.pkt[IP].flags, ttl=64,
+                    id=w.pkt[IP].id) /
+                 UDP(sport=INCA_PORT, dport=40000 + r) /
+                 Raw(struct.pack(HDR_FMT, *(h[f] for f in HDR_FIELDS)) + w.body))
+            if r in tagged:
+                e = vlan_of(Ether(bytes(e)), 10)
+            check(bytes(got[0].pkt) == bytes(e),
+                  'seq %d rank %d: RESULT differs from the single-member one rewritten'
+                  % (w['seq'], r))
+
+
 def case_replay():
     frames = join_all(4, 2) + [
         contrib(4, 0, [1, 2], slot=3, seq=3),
@@ -579,6 +645,28 @@ def case_switch_forward():
     check(run.counter('L2_FLOOD') == 3 and run.counter('L2_FWD') == 2,
           'counters %s' % run.counters)
     check(run.drop('incad/UNHANDLED') == 64, 'drops %s' % run.drops)
+
+
+def case_switch_table_full():
+    # 40 hosts behind port 1 through a table of 16 MACs: a full table still
+    # learns every new source (it replaces the one seen longest ago of a
+    # sample), so the last host is known and a frame to it goes out of
+    # port 1 only, not flooded; the table never holds more than its size.
+    a = '02:00:00:00:cc:0a'
+    hosts = ['02:00:00:00:dd:%02x' % i for i in range(40)]
+    p0 = [tagged(a, agg_mac(0), 'filler%d' % i) for i in range(96)]
+    p0 += [tagged(a, hosts[-1], 'a-to-last'), tagged(a, hosts[-2], 'a-to-last-but-one')]
+    p1 = [tagged(h, agg_mac(1), 'from-%d' % i) for i, h in enumerate(hosts)]
+    extra = 'switch = { mac_table_size = 16; };'
+    run = run_incad(base_config(nports=3, mode='switch', extra=extra), [p0, p1, []],
+                    ask=['/incad/stats'])
+    t1, t2 = tags(run.out[1]), tags(run.out[2])
+    check(t1 == ['a-to-last', 'a-to-last-but-one'], 'port 1 sent %s' % t1)
+    check(t2 == [], 'port 2 sent %s: frames to learned hosts were flooded' % t2)
+    macs = run.telemetry['/incad/stats']['mac_entries']
+    check(macs == 16, 'mac_entries %d, expected the table full at 16' % macs)
+    check(run.counter('L2_FWD') == 2 and run.counter('L2_FLOOD') == 0,
+          'counters %s' % run.counters)
 
 
 def case_switch_aggregate():

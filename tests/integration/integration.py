@@ -22,7 +22,8 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import inca_proto as P  # noqa: E402
-from harness import PYTHON, HERE, Failed, Rack, Incad, check, run_workers, log  # noqa: E402
+from harness import (PYTHON, HERE, Failed, Rack, Incad, Telemetry, check,  # noqa: E402
+                     run_workers, log)
 
 PING = os.path.join(HERE, 'icmp_ping.py')
 TOKEN = 0x494E4341  # tools/rack conf's default token of job 1 (job 1 + k: +k)
@@ -77,12 +78,18 @@ def check_results(outs, colls, nworkers, what=''):
                   got[bad[0]] if bad else 0, want[bad[0]] if bad else 0)
 
 
-def allreduce_test(tag, nworkers, mode='switch', rate='0', colls=COLLECTIVES, mtu=1500):
+def allreduce_test(tag, nworkers, mode='switch', rate='0', colls=COLLECTIVES, mtu=1500,
+                   chained=False):
     with Rack(tag, workers=nworkers, mode=mode, rate=rate, mtu=mtu) as rack:
-        with Incad(rack, INCAD, conf_args=['--pool-size', str(POOL)]):
+        with Incad(rack, INCAD, conf_args=['--pool-size', str(POOL)]) as inc:
             outs = run_workers(rack, [(r, worker_args(rack, 1, r, nworkers, colls))
                                       for r in range(nworkers)])
             check_results(outs, colls, nworkers)
+            if chained:
+                st = Telemetry(inc.prefix).connect(timeout=10).query('/incad/stats')
+                check(st.get('RESULT_CHAINED', 0) > 0,
+                      'no RESULT replicated (header mbuf chained to the shared payload): %s',
+                      st.get('RESULT_CHAINED'))
             for o in outs:
                 check(o['ack']['pool_size'] == POOL, 'pool_size %d granted, config says %d',
                       o['ack']['pool_size'], POOL)
@@ -131,8 +138,9 @@ def test_allreduce_4():
 
 
 def test_jumbo():
-    """MTU 9000: 2048-element chunks (8 KiB int32 payloads) through af_packet."""
-    allreduce_test('jumbo', 2, mtu=9000,
+    """MTU 9000: 2048-element chunks (8 KiB int32 payloads) through af_packet,
+    whose RESULTs go out replicated (net_af_packet sends chained mbufs)."""
+    allreduce_test('jumbo', 2, mtu=9000, chained=True,
                    colls=['int32:sum:20000:61', 'fp32:sum:9000:62', 'fp16:sum:9000:63'])
 
 

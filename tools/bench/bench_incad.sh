@@ -8,7 +8,7 @@
 #
 #   tools/bench/bench_incad.sh [--incad PATH] [--runs N] [--secs S]
 #                              [--workers N] [--elems E] [--lcore L] [--no-udp-csum]
-#                              [--callgrind S] [--roce] [--arbitration]
+#                              [--callgrind S [--callgrind-out FILE]] [--roce] [--arbitration]
 #
 # Method. Both programs read the same pcap through the same vdev,
 # net_pcap0,rx_pcap=FILE,infinite_rx=1 with no tx stream: the PMD replays
@@ -42,6 +42,7 @@
 # instructions per cycle, a cache miss none), but they are the same on
 # every run: on a shared host they show what a change to the per-frame
 # path saved when a rate cannot. incad's functions are listed by their
+# --callgrind-out FILE keeps the dump (callgrind_annotate --inclusive=yes FILE).
 # share. valgrind emulates no AVX-512, so the AVX2 versions run.
 #
 # --roce also runs incad on the same cycle as RoCEv2 members send it (JOIN
@@ -75,6 +76,7 @@ LCORE=1
 POOL=64
 CSUM=1
 CALLGRIND=0
+CG_OUT=
 ROCE=0
 ARB=0
 
@@ -88,6 +90,7 @@ while [ $# -gt 0 ]; do
 	--lcore) LCORE=$2; shift 2 ;;
 	--no-udp-csum) CSUM=0; shift ;;
 	--callgrind) CALLGRIND=$2; shift 2 ;;
+	--callgrind-out) CG_OUT=$2; shift 2 ;;
 	--roce) ROCE=1; shift ;;
 	--arbitration) ARB=1; shift ;;
 	*) sed -n 's/^#   //p' "$0" >&2; exit 2 ;;
@@ -265,9 +268,10 @@ TESTPMD_ARGS=(-- --forward-mode=io --auto-start --stats-period 3600 --total-num-
 # instructions FILE_PREFIX CMD...: incad's instructions per frame under
 # callgrind, in all and by function. The counters are zeroed after the
 # warm-up and dumped (to $out.1) S seconds later; the frames are the calls
-# to inca_msg_decode() in that dump (every frame of the pcap is an INCA
-# message, decoded once), so both counts cover the same instructions
-# however late valgrind acts on the commands.
+# to inca_input() in that dump (every frame of the pcap is an INCA message
+# and goes through it once; inca_msg_decode() in builds before the CONTRIB
+# fast path, which decodes contributions without it), so both counts cover
+# the same instructions however late valgrind acts on the commands.
 instructions()
 {
 	local prefix=$1 pid i out=$TMP/$1.cg
@@ -287,20 +291,23 @@ instructions()
 	PIDS=("${PIDS[@]/$pid/}")
 	rm -rf /var/run/dpdk/"$prefix"
 	callgrind_annotate --threshold=100 --auto=no "$out.1" >"$out.txt" 2>/dev/null
+	# Kept for callgrind_annotate --inclusive=yes and friends.
+	[ -z "$CG_OUT" ] || cp "$out.1" "$CG_OUT"
 	$PY - "$out.1" "$out.txt" <<'EOF'
 import re, sys
 from collections import defaultdict
-names, frames, total, want = {}, 0, 0, False
+names, calls, total, want = {}, defaultdict(int), 0, None
 for line in open(sys.argv[1]):
     m = re.match(r'c?fn=\((\d+)\)(?: (.*))?', line)
     if m:
         if m.group(2):
             names[m.group(1)] = m.group(2).strip()
-        want = line.startswith('cfn') and names.get(m.group(1)) == 'inca_msg_decode'
+        want = names.get(m.group(1)) if line.startswith('cfn') else None
     elif line.startswith('calls=') and want:
-        frames += int(line.split()[0][6:])
+        calls[want] += int(line.split()[0][6:])
     elif line.startswith('totals:'):
         total = int(line.split()[1])
+frames = calls['inca_input'] or calls['inca_msg_decode']
 if frames == 0:
     sys.exit('bench_incad: no frames in the callgrind dump')
 by_fn = defaultdict(int)
