@@ -101,6 +101,19 @@ int li_transport_open(int kind, const struct li_transport_ops **ops, struct li_t
 unsigned li_udp_gro_split(const uint8_t *buf, size_t len, size_t seg, size_t *off,
 			  struct li_pkt *pkts, unsigned n);
 
+typedef int li_recv_fn(struct li_transport *t, struct li_pkt *pkts, unsigned n);
+
+/*
+ * recv_batch of a transport with two sources: its own data path @own (on
+ * @t) and the UDP socket @udp that carries control (verbs, xdp). Up to @n
+ * (at most LI_BATCH) datagrams; which source is read first alternates
+ * (*@first flips each call), so that a flood on one does not starve the
+ * other. An error of the second source is returned only when the first
+ * gave nothing. transport.c.
+ */
+int li_recv_both(struct li_transport *t, li_recv_fn *own, struct li_transport *udp,
+		 bool *first, struct li_pkt *pkts, unsigned n);
+
 /* INCA_TRANSPORT's value @s to an enum inca_transport, -1 if it names none. */
 int li_transport_parse(const char *s);
 

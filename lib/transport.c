@@ -67,3 +67,26 @@ li_transport_open(int kind, const struct li_transport_ops **ops, struct li_trans
 	*ops = &li_udp_ops;
 	return li_udp_ops.open(t, agg, bind, rcvbuf, window);
 }
+
+int
+li_recv_both(struct li_transport *t, li_recv_fn *own, struct li_transport *udp, bool *first,
+	     struct li_pkt *pkts, unsigned n)
+{
+	int a, b;
+
+	if (n > LI_BATCH)
+		n = LI_BATCH;
+	*first = !*first;
+	if (*first) {
+		a = own(t, pkts, n);
+		if (a < 0 || (unsigned)a == n)
+			return a;
+		b = li_udp_ops.recv_batch(udp, pkts + a, n - (unsigned)a);
+	} else {
+		a = li_udp_ops.recv_batch(udp, pkts, n);
+		if (a < 0 || (unsigned)a == n)
+			return a;
+		b = own(t, pkts + a, n - (unsigned)a);
+	}
+	return b < 0 ? (a > 0 ? a : b) : a + b;
+}

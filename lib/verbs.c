@@ -609,25 +609,7 @@ cq_recv(struct li_transport *t, struct li_pkt *pkts, unsigned n)
 static int
 verbs_recv_batch(struct li_transport *t, struct li_pkt *pkts, unsigned n)
 {
-	int a, b;
-
-	if (n > LI_BATCH)
-		n = LI_BATCH;
-	/* Alternate which source goes first, so that a flood of one does
-	 * not starve the other. */
-	t->cq_first = !t->cq_first;
-	if (t->cq_first) {
-		a = cq_recv(t, pkts, n);
-		if (a < 0 || (unsigned)a == n)
-			return a;
-		b = li_udp_ops.recv_batch(t->udp, pkts + a, n - (unsigned)a);
-	} else {
-		a = li_udp_ops.recv_batch(t->udp, pkts, n);
-		if (a < 0 || (unsigned)a == n)
-			return a;
-		b = cq_recv(t, pkts + a, n - (unsigned)a);
-	}
-	return b < 0 ? (a > 0 ? a : b) : a + b;
+	return li_recv_both(t, cq_recv, t->udp, &t->cq_first, pkts, n);
 }
 
 static int

@@ -544,24 +544,7 @@ xsk_recv(struct li_transport *t, struct li_pkt *pkts, unsigned n)
 static int
 xdp_recv_batch(struct li_transport *t, struct li_pkt *pkts, unsigned n)
 {
-	int a, b;
-
-	if (n > LI_BATCH)
-		n = LI_BATCH;
-	/* Alternate which source goes first, so that neither starves. */
-	t->xsk_first = !t->xsk_first;
-	if (t->xsk_first) {
-		a = xsk_recv(t, pkts, n);
-		if (a < 0 || (unsigned)a == n)
-			return a;
-		b = li_udp_ops.recv_batch(t->udp, pkts + a, n - (unsigned)a);
-	} else {
-		a = li_udp_ops.recv_batch(t->udp, pkts, n);
-		if (a < 0 || (unsigned)a == n)
-			return a;
-		b = xsk_recv(t, pkts + a, n - (unsigned)a);
-	}
-	return b < 0 ? (a > 0 ? a : b) : a + b;
+	return li_recv_both(t, xsk_recv, t->udp, &t->xsk_first, pkts, n);
 }
 
 static int
