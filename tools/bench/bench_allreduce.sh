@@ -59,6 +59,7 @@ set -o nounset -o pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
+. "$HERE/lib.sh"
 RACK=$SRC/tools/rack
 
 WORKERS=4
@@ -110,22 +111,9 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-die()
-{
-	echo "bench_allreduce: $*" >&2
-	exit 1
-}
-
 [ "$(id -u)" -eq 0 ] || die "run as root (network namespaces, DPDK)"
-if [ -z "$BUILD" ]; then
-	for b in "$SRC"/build*; do
-		[ -x "$b/daemon/incad" ] && [ -x "$b/tools/inca-bench" ] && BUILD=$b && break
-	done
-fi
-INCAD=$BUILD/daemon/incad
-BENCH=$BUILD/tools/inca-bench
+find_build
 MPIB=$BUILD/tools/mpi_allreduce_bench
-[ -x "$INCAD" ] && [ -x "$BENCH" ] || die "no incad / inca-bench in '$BUILD' (--build DIR)"
 case ",$SYSTEMS," in
 *,ompi-*)
 	[ -x "$MPIB" ] || die "no $MPIB (meson found no MPI?)"
@@ -171,20 +159,6 @@ echo "workers,mtu,system,bytes,run,median_us,mean_us,min_us,ratio_SB,load1,runna
 
 INCAD_PID=
 CHILDREN=
-
-stop_incad()
-{
-	local i
-	[ -n "$INCAD_PID" ] || return 0
-	kill -TERM "$INCAD_PID" 2>/dev/null
-	for i in $(seq 50); do
-		kill -0 "$INCAD_PID" 2>/dev/null || break
-		sleep 0.2
-	done
-	kill -KILL "$INCAD_PID" 2>/dev/null
-	wait "$INCAD_PID" 2>/dev/null
-	INCAD_PID=
-}
 
 cleanup()
 {

@@ -54,6 +54,7 @@ set -o nounset -o pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
+. "$HERE/lib.sh"
 RACK=$SRC/tools/rack
 INCACTL=$SRC/tools/incactl
 PY=/usr/bin/python3
@@ -109,12 +110,6 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-die()
-{
-	echo "bench_storm: $*" >&2
-	exit 1
-}
-
 [ "$(id -u)" -eq 0 ] || die "run as root (network namespaces, DPDK)"
 for v in RUNS SECS SIZE NW HOSTS DEPTH POOL; do
 	[[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -ge 1 ] || die "--${v,,}: a positive integer"
@@ -125,14 +120,7 @@ IFS=, read -r -a METER_LIST <<<"$METERS"
 for m in "${METER_LIST[@]}"; do
 	case $m in default | off) ;; *) die "--meter: default, off or both (default,off)" ;; esac
 done
-if [ -z "$BUILD" ]; then
-	for b in "$SRC"/build*; do
-		[ -x "$b/daemon/incad" ] && [ -x "$b/tools/inca-bench" ] && BUILD=$b && break
-	done
-fi
-INCAD=$BUILD/daemon/incad
-BENCH=$BUILD/tools/inca-bench
-[ -x "$INCAD" ] && [ -x "$BENCH" ] || die "no incad / inca-bench in '$BUILD' (--build DIR)"
+find_build
 
 TMP=$(mktemp -d /tmp/bench_storm.XXXXXX) || die "mktemp failed"
 INCAD_PID=
@@ -154,19 +142,6 @@ cleanup()
 	rm -rf "$TMP"
 }
 
-stop_incad()
-{
-	local _
-	[ -n "$INCAD_PID" ] || return 0
-	kill -TERM "$INCAD_PID" 2>/dev/null
-	for _ in $(seq 50); do
-		kill -0 "$INCAD_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$INCAD_PID" 2>/dev/null
-	wait "$INCAD_PID" 2>/dev/null
-	INCAD_PID=
-}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 

@@ -31,6 +31,7 @@ set -o nounset -o pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
+. "$HERE/lib.sh"
 RACK=$SRC/tools/rack
 WORKERS=4
 BYTES=4
@@ -54,21 +55,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-die()
-{
-	echo "latency_breakdown: $*" >&2
-	exit 1
-}
-
 [ "$(id -u)" -eq 0 ] || die "run as root (network namespaces, DPDK)"
-if [ -z "$BUILD" ]; then
-	for b in "$SRC"/build*; do
-		[ -x "$b/daemon/incad" ] && [ -x "$b/tools/inca-bench" ] && BUILD=$b && break
-	done
-fi
-INCAD=$BUILD/daemon/incad
-BENCH=$BUILD/tools/inca-bench
-[ -x "$INCAD" ] && [ -x "$BENCH" ] || die "no incad / inca-bench in '$BUILD' (--build DIR)"
+find_build
 command -v tcpdump >/dev/null || die "tcpdump not found (apt-get install tcpdump)"
 command -v tshark >/dev/null || die "tshark not found (apt-get install tshark)"
 mkdir -p "$OUT" || die "cannot create $OUT"
