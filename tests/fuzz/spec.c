@@ -95,7 +95,7 @@ spec_msg_check(const uint8_t *b, size_t len, unsigned max_elems)
 	}
 
 	if (type == 11 /* NACK */) {
-		if (reason == 0 || reason > 16)
+		if (reason == 0 || reason > 17) /* 17: HELD, the last of the NACK reasons table */
 			return INCA_WIRE_REASON;
 	} else if (reason != 0) {
 		return INCA_WIRE_REASON;
