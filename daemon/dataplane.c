@@ -49,8 +49,10 @@
 /*
  * Tenants' rates: contributions beyond a tenant's rate and burst are
  * dropped (incad/TENANT_RATE) after the member checks, so that nobody but
- * the tenant's own members can spend its budget; the members' timers then
- * retransmit, which holds the tenant near its rate. DPDK's srTCM meter with
+ * the tenant's own members can spend its budget, and answered with NACK
+ * HELD: the member retries that chunk on its full, backed-off timer rather
+ * than at once, which holds the tenant near its rate without a storm of
+ * fast retransmissions. DPDK's srTCM meter with
  * only its committed bucket (no excess burst): green passes, red drops.
  */
 static struct rte_meter_srtcm_profile tenant_profile[INCAD_MAX_TENANTS];
@@ -548,6 +550,7 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 					      rte_pktmbuf_pkt_len(m)) == RTE_COLOR_RED) {
 		lc->st.tenant_rate_drops[job->tenant]++;
 		js->c[INCAD_JOB_DROP]++;
+		send_nack(lc, meta, mb, INCA_NACK_HELD);
 		incad_drop_mbuf(lc, m, INCAD_DROP_TENANT_RATE);
 		return;
 	}

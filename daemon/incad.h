@@ -110,7 +110,7 @@ enum incad_counter {
 	X(PARENT_UNEXPECTED, "message from the parent the leaf does not expect now") \
 	X(INJECTED_LOSS, "contribution dropped on purpose (telemetry /incad/drop_prob)") \
 	X(ROCE_NOT_DATA, "RoCEv2 packet carrying an INCA message other than a CONTRIB") \
-	X(TENANT_RATE, "contribution beyond its tenant's rate_mbps and burst_kb (the worker retransmits)") \
+	X(TENANT_RATE, "contribution beyond its tenant's rate_mbps and burst_kb (NACK HELD sent; the worker retransmits)") \
 	X(PRIO_HELD, "contribution held back: its job's priority class is over its share of arbitration.capacity_mbps (NACK HELD sent; the worker retransmits)")
 
 enum incad_drop {

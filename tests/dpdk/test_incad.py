@@ -1132,9 +1132,10 @@ def case_roce_switch():
 def case_tenant_rate():
     """Tenant B has rate_mbps = 1 (and the smallest burst): of 40 back-to-back
     contributions of 1 KiB from its one-rank job only the burst's worth is
-    aggregated, the rest are counted incad/TENANT_RATE drops; tenant A,
-    unlimited, streaming beside it, loses nothing; /incad/tenants accounts
-    for both."""
+    aggregated, the rest are counted incad/TENANT_RATE drops, each answered
+    with one NACK HELD to B's worker echoing its seq; tenant A, unlimited,
+    streaming beside it, loses nothing and gets no NACK; /incad/tenants
+    accounts for both."""
     tb = 0x0B0B0B0B
     tenants = ('{ name = "A"; token = 0x%08X; job_ids = [1, 9]; dynamic_jobs = true; }, '
                '{ name = "B"; token = 0x%08X; job_ids = [10, 19]; dynamic_jobs = true; '
@@ -1156,6 +1157,13 @@ def case_tenant_rate():
     # rate adds 125 bytes a millisecond while the 80 frames are replayed.
     check(1 <= len(b) <= 12 and len(b) + dropped == 40,
           'tenant B: %d RESULTs, %d rate drops' % (len(b), dropped))
+    nacks = [m for m in run.msgs() if m.type == NACK]
+    check(all(m['job'] == 10 and m['reason'] == NACK_REASONS['HELD'] for m in nacks),
+          'NACKs other than HELD to job 10: %s' % nacks)
+    check(sorted(m['seq'] for m in nacks) ==
+          sorted(set(range(40)) - set(m['seq'] for m in b)),
+          'NACK HELD for seqs %s, RESULTs for %s'
+          % (sorted(m['seq'] for m in nacks), sorted(m['seq'] for m in b)))
     ten = run.telemetry['/incad/tenants']
     flen = len(frames[2])
     check(ten['B']['rate_mbps'] == 1 and ten['B']['rate_drops'] == dropped and

@@ -116,7 +116,7 @@ local NACK_REASONS = {
 	[14] = { "MEMBER_LOST", "the job lost a member; rejoin before contributing" },
 	[15] = { "RATE_LIMITED", "too many control messages from this source" },
 	[16] = { "MISMATCH", "the ranks' contributions to one chunk differ (count, dtype, op, offset or BFP)" },
-	[17] = { "HELD", "contribution held back: its job's priority class is over its share of the aggregator; send it again after a back-off" },
+	[17] = { "HELD", "contribution held back: its tenant is over its rate, or its job's priority class over its share of the aggregator; send it again after a back-off" },
 }
 
 -- INCA_CAP_*: { name, mask }; INCA_CAP_MASK is their union.

@@ -136,7 +136,7 @@ enum inca_op {
 	X(MEMBER_LOST, 14, "the job lost a member; rejoin before contributing") \
 	X(RATE_LIMITED, 15, "too many control messages from this source") \
 	X(MISMATCH, 16, "the ranks' contributions to one chunk differ (count, dtype, op, offset or BFP)") \
-	X(HELD, 17, "contribution held back: its job's priority class is over its share of the aggregator; send it again after a back-off")
+	X(HELD, 17, "contribution held back: its tenant is over its rate, or its job's priority class over its share of the aggregator; send it again after a back-off")
 
 enum inca_nack_reason {
 	INCA_NACK_NONE = 0,
