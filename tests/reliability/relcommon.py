@@ -13,6 +13,7 @@ happened; the Procs objects kill their own processes first.
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -81,17 +82,32 @@ def conf_text(rack, tenants, jobs=(), max_elems=256, pool_size=64, window=0,
     return '\n'.join(out) + '\n'
 
 
+def pcap_ports(conf):
+    """@conf with its net_af_packet ports turned into net_pcap ports on the
+    same interfaces. libpcap reads a veth without the af_packet PMD's
+    fanout group, whose DEFRAG flag has the kernel reassemble IPv4
+    fragments before incad sees them, and it puts a VLAN tag the kernel
+    took off back into the frame with its own TPID (802.1Q or 802.1ad),
+    where net_af_packet reports both kinds as one stripped tag: the frame
+    edges incad must count reach it as sent (docs/incad.md, "Ports")."""
+    return re.sub(r'devargs = "net_af_packet(\d+),iface=([^,"]+)[^"]*"',
+                  r'devargs = "net_pcap\1,iface=\2,phy_mac=1"', conf)
+
+
 class Daemon(Incad):
     """incad in the rack's agg namespace with a configuration given as text
-    (or tools/rack conf's, from conf_args, when @conf is None)."""
+    (or tools/rack conf's, from conf_args, when @conf is None); with
+    pcap=True its ports are net_pcap instead of net_af_packet."""
 
-    def __init__(self, rack, exe, conf=None, conf_args=()):
+    def __init__(self, rack, exe, conf=None, conf_args=(), pcap=False):
         Incad.__init__(self, rack, exe, conf_args=conf_args)
         self.conf = conf
+        self.pcap = pcap
 
     def start(self):
+        conf = self.conf if self.conf is not None else self.rack.conf(*self.conf_args)
         with open(self.conf_path, 'w') as f:
-            f.write(self.conf if self.conf is not None else self.rack.conf(*self.conf_args))
+            f.write(pcap_ports(conf) if self.pcap else conf)
         self.logf = open(self.log_path, 'w')
         argv = self.argv()
         log('start:', ' '.join(argv))

@@ -25,9 +25,12 @@ Cases (docs/reliability.md says what each asserts and what it measured):
                   strict: the high one keeps its rate, the low one is held back
     prio_wrr      the same with wrr weights 3:1: shares in that order, the low
                   class never below its guaranteed quarter
-    spoof_member_addr  (open, not in meson) a packet forging a member's
-                  IP and port from another port and MAC is accepted
-    fragments     (open, not in meson) IPv4 fragments reach incad reassembled
+    spoof_member_addr  a packet forging a member's IP and port from another
+                  port and MAC is a counted drop
+    fragments     a HELLO in two IPv4 fragments: two counted IP_FRAGMENT drops
+                  (net_pcap ports: net_af_packet's kernel would reassemble it)
+    dot1ad        a HELLO in an 802.1ad tag: a counted UNHANDLED drop; in an
+                  802.1Q tag: answered (net_pcap ports, which keep the TPID)
 
 Each case builds its own rack and incad and removes both (processes,
 namespaces, nftables tables, qdiscs, temporary files) however it ends.
@@ -38,6 +41,7 @@ import argparse
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -1232,16 +1236,16 @@ def test_hostile():
 
 
 def test_fragments():
-    """OPEN (kept out of meson, fails today). docs/protocol.md: "Fragments
-    (MF set or a non-zero fragment offset) are always dropped: a message
-    never spans datagrams", counted as wire/IP_FRAGMENT. Through
-    net_af_packet they never reach incad as fragments: DPDK 22.11's PMD
-    asks the kernel to reassemble (PACKET_FANOUT_FLAG_DEFRAG), so a HELLO
-    sent in two fragments is answered with CAPS and nothing is counted.
-    incad's own check works (tests/dpdk, net_pcap); the af_packet ports
-    would need the defragmentation turned off, or a filter."""
+    """docs/protocol.md: "Fragments (MF set or a non-zero fragment offset)
+    are always dropped: a message never spans datagrams", counted as
+    wire/IP_FRAGMENT: a HELLO sent in two fragments is two counted drops
+    and no answer. On net_pcap ports (relcommon.pcap_ports()): DPDK 22.11's
+    net_af_packet asks the kernel to reassemble (PACKET_FANOUT_FLAG_DEFRAG,
+    no devarg turns it off), so through it the HELLO would be answered with
+    CAPS and nothing counted (docs/incad.md, "Ports and the frame edges")."""
     with Rack('frag', workers=2) as rack, \
-            Daemon(rack, INCAD, conf_args=['--nworkers', '2']) as d, Procs(rack) as procs:
+            Daemon(rack, INCAD, conf_args=['--nworkers', '2'], pcap=True) as d, \
+            Procs(rack) as procs:
         tel = d.tel()
         quiet_icmp(rack, 1)
         a = attacker(rack, tel, 1)
@@ -1257,6 +1261,35 @@ def test_fragments():
         check(moved == {'wire/IP_FRAGMENT': 2} and not out['answers'],
               'a HELLO in two IPv4 fragments: counters %s, answers %s', moved, out['answers'])
 
+
+
+def test_dot1ad():
+    """docs/protocol.md: a frame whose EtherType is neither IPv4, ARP nor
+    one 802.1Q tag over them is not INCA traffic. With net_pcap ports
+    (relcommon.pcap_ports(): libpcap keeps a tag's own TPID, where
+    net_af_packet reports 802.1Q and 802.1ad alike as a stripped tag), a
+    HELLO inside an 802.1ad (0x88a8) tag is counted incad/UNHANDLED and not
+    answered, while the same HELLO inside an 802.1Q tag on the same port is
+    answered with CAPS."""
+    with Rack('qinq', workers=2) as rack, \
+            Daemon(rack, INCAD, conf_args=['--nworkers', '2'], pcap=True) as d, \
+            Procs(rack) as procs:
+        tel = d.tel()
+        quiet_icmp(rack, 1)
+        a = attacker(rack, tel, 1)
+        hello = F.msg(P.ctrl_pack(ver_min=P.VERSION, ver_max=P.VERSION), type=P.MSG['HELLO'])
+        ip = F.ipv4(a['ip'], a['agg_ip'], 17,
+                    F.udp(a['ip'], a['agg_ip'], 41000, P.UDP_PORT, hello))
+        dot1q = F.eth(a['agg_mac'], a['mac'], F.ETH_IPV4, ip, vlan=5)
+        dot1ad = dot1q[:12] + struct.pack('!H', 0x88a8) + dot1q[14:]
+        before = counters(tel)
+        out = send_raw(rack, procs, 1, [dot1ad], 'dot1ad')
+        moved = delta(counters(tel), before)
+        check(moved == {'incad/UNHANDLED': 1} and not out['answers'],
+              'a HELLO in an 802.1ad tag: counters %s, answers %s', moved, out['answers'])
+        out = send_raw(rack, procs, 1, [dot1q], 'dot1q')
+        check(out['answers'].get('CAPS', 0) == 1,
+              'the same HELLO in an 802.1Q tag: answers %s', out['answers'])
 
 TESTS = {name[5:]: fn for name, fn in list(globals().items()) if name.startswith('test_')}
 
