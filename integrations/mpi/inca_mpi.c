@@ -70,8 +70,11 @@ enum { IM_VIA_INCA, IM_VIA_HOST, IM_VIAS };
 #define IM_CLASSES 64
 /* Calls per route a class explores before its first decision. */
 #define IM_EXPLORE 3
-/* A decided class re-probes its losing route once every IM_REEVAL calls. */
+/* A decided class re-probes its losing route once every IM_REEVAL to
+ * IM_REEVAL_MAX calls, fewer the slower that route (reeval_calls()). */
 #define IM_REEVAL 64
+#define IM_REEVAL_MAX 4096
+#define IM_PROBE_COST 50
 
 /*
  * The selector's state of one size class of MPI_Allreduce on one
@@ -86,6 +89,7 @@ struct im_class {
 	double ns[IM_VIAS]; /* this rank's time of each route (mean, EWMA) */
 	unsigned n[IM_VIAS];
 	int via;            /* the decided route, once seq >= 2 * IM_EXPLORE */
+	uint64_t probe;     /* the call that next probes the other route */
 };
 
 /* The INCA side of one MPI communicator. MPI_COMM_WORLD's is im.world; a
@@ -1098,17 +1102,28 @@ size_class(uint64_t bytes)
 
 /*
  * The route of call @seq of class @k: during exploration the two routes
- * alternate; then the decided route, except the first call of every
- * IM_REEVAL, which probes the other one. A function of @seq and @via only.
+ * alternate; then the decided route, except call @probe, which tries the
+ * other one. A function of @seq, @via and @probe only.
  */
 static int
 class_via(const struct im_class *k)
 {
 	if (k->seq < 2 * IM_EXPLORE)
 		return (int)(k->seq & 1);
-	if ((k->seq - 2 * IM_EXPLORE) % IM_REEVAL == 0 && k->seq > 2 * IM_EXPLORE)
-		return !k->via;
-	return k->via;
+	return k->seq == k->probe ? !k->via : k->via;
+}
+
+/*
+ * Calls until the next probe, from the agreed whole-nanosecond times @lo of
+ * the winner and @hi of the loser: a probe costs hi - lo more than the
+ * winner, IM_PROBE_COST * (hi - lo) / lo calls keep that under 2 %.
+ */
+static uint64_t
+reeval_calls(uint64_t lo, uint64_t hi)
+{
+	uint64_t k = lo ? IM_PROBE_COST * (hi - lo) / lo : IM_REEVAL_MAX;
+
+	return k < IM_REEVAL ? IM_REEVAL : k > IM_REEVAL_MAX ? IM_REEVAL_MAX : k;
 }
 
 /* Record this rank's time of the call class_via() routed; at the end of
@@ -1117,6 +1132,7 @@ static void
 class_record(struct im_comm *c, unsigned cls, int via, double ns)
 {
 	struct im_class *k = &c->cls[cls];
+	uint64_t ti, th;
 	double t[IM_VIAS];
 	bool agree;
 	int prev;
@@ -1127,24 +1143,27 @@ class_record(struct im_comm *c, unsigned cls, int via, double ns)
 	else
 		k->ns[via] = 0.75 * k->ns[via] + 0.25 * ns;
 	k->n[via]++;
-	agree = k->seq + 1 == 2 * IM_EXPLORE ||
-		(k->seq > 2 * IM_EXPLORE && (k->seq - 2 * IM_EXPLORE) % IM_REEVAL == 0);
+	agree = k->seq + 1 == 2 * IM_EXPLORE || (k->seq >= 2 * IM_EXPLORE && k->seq == k->probe);
 	k->seq++;
 	if (!agree)
 		return;
 	/* A collective's time is its slowest rank's: every rank decides on
-	 * the same maxima, with the same rule (ties stay on INCA). */
+	 * the same maxima, in whole nanoseconds, with the same rule (ties
+	 * stay on INCA). */
 	t[0] = k->ns[0];
 	t[1] = k->ns[1];
 	PMPI_Allreduce(MPI_IN_PLACE, t, IM_VIAS, MPI_DOUBLE, MPI_MAX, c->fb_comm);
+	ti = (uint64_t)t[IM_VIA_INCA];
+	th = (uint64_t)t[IM_VIA_HOST];
 	prev = k->via;
-	k->via = t[IM_VIA_HOST] < t[IM_VIA_INCA] ? IM_VIA_HOST : IM_VIA_INCA;
+	k->via = th < ti ? IM_VIA_HOST : IM_VIA_INCA;
+	k->probe = k->seq - 1 + (th < ti ? reeval_calls(th, ti) : reeval_calls(ti, th));
 	im.n.route_agreements++;
 	if (k->seq > 2 * IM_EXPLORE && prev != k->via)
 		im.n.route_switches++;
-	im_log(INCA_LOG_INFO, "route: job %u class 2^%u call %llu inca %.0f ns host %.0f ns -> %s",
-	       c->job, cls, (unsigned long long)k->seq, t[IM_VIA_INCA], t[IM_VIA_HOST],
-	       k->via == IM_VIA_INCA ? "inca" : "host");
+	im_log(INCA_LOG_INFO, "route: job %u class 2^%u call %llu inca %llu ns host %llu ns -> %s",
+	       c->job, cls, (unsigned long long)k->seq, (unsigned long long)ti,
+	       (unsigned long long)th, k->via == IM_VIA_INCA ? "inca" : "host");
 }
 
 /* Fold a routed call's route into route_digest (FNV-1a): equal digests on
