@@ -1158,16 +1158,19 @@ class_record(struct im_comm *c, unsigned cls, int via, double ns)
 	prev = k->via;
 	k->via = th < ti ? IM_VIA_HOST : IM_VIA_INCA;
 	k->probe = k->seq - 1 + (th < ti ? reeval_calls(th, ti) : reeval_calls(ti, th));
-	im.n.route_agreements++;
+	/* Atomic: threads may decide on several communicators at once. */
+	__atomic_fetch_add(&im.n.route_agreements, 1, __ATOMIC_RELAXED);
 	if (k->seq > 2 * IM_EXPLORE && prev != k->via)
-		im.n.route_switches++;
+		__atomic_fetch_add(&im.n.route_switches, 1, __ATOMIC_RELAXED);
 	im_log(INCA_LOG_INFO, "route: job %u class 2^%u call %llu inca %llu ns host %llu ns -> %s",
 	       c->job, cls, (unsigned long long)k->seq, (unsigned long long)ti,
 	       (unsigned long long)th, k->via == IM_VIA_INCA ? "inca" : "host");
 }
 
 /* Fold a routed call's route into route_digest (FNV-1a): equal digests on
- * all ranks mean the same route for every call. */
+ * all ranks mean the same route for every call. Meaningful with one thread
+ * making collectives at a time (threads on several communicators
+ * interleave differently on each rank). */
 static void
 route_note(int via)
 {
@@ -1205,7 +1208,7 @@ MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 		ret = PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) == MPI_SUCCESS ?
 			      INCA_OK : INCA_EFALLBACK;
 		if (ret == INCA_OK)
-			im.n.allreduce_host++;
+			__atomic_fetch_add(&im.n.allreduce_host, 1, __ATOMIC_RELAXED);
 	} else {
 		ret = inca_allreduce(c->comm, sendbuf == MPI_IN_PLACE ? INCA_IN_PLACE : sendbuf,
 				     recvbuf, (size_t)count, dtype, iop);
