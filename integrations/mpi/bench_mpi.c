@@ -16,7 +16,15 @@
  * the per-run ratios, and the median over every pair of calls of every
  * rank (the most robust to load spikes on a shared machine).
  *
- *   bench_mpi [--sizes BYTES,...] [--runs R] [--min-time SEC]
+ * With --routes it compares INCA_MPI_ROUTE=auto with both routes measured
+ * alone in the same run: a run is a number of triples of calls, the order
+ * rotating, of inca_allreduce (job J + 1: the INCA route), PMPI_Allreduce
+ * (the host route) and MPI_Allreduce through the interposer (run it with
+ * INCA_MPI_ROUTE=auto). Before timing a size it makes 8 MPI_Allreduce calls,
+ * the selector's exploration; its later probes are timed. It prints the
+ * median time per call of each and auto / min(inca, host).
+ *
+ *   bench_mpi [--sizes BYTES,...] [--runs R] [--min-time SEC] [--routes]
  */
 
 #define _GNU_SOURCE
@@ -56,52 +64,92 @@ median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The sides of a run: libinca called directly, MPI_Allreduce through the
+ * interposer, PMPI_Allreduce (MPI without the interposer). */
+enum { SIDE_DIRECT, SIDE_MPI, SIDE_PMPI, SIDES };
+
 static void
-one_call(struct inca_comm *direct, const float *in, float *out, int count)
+one_call(struct inca_comm *direct, int side, const float *in, float *out, int count)
 {
+	static const char *const names[] = { "inca_allreduce", "MPI_Allreduce", "PMPI_Allreduce" };
 	int ret;
 
-	if (direct != NULL)
+	if (side == SIDE_DIRECT)
 		ret = inca_allreduce(direct, in, out, (size_t)count, INCA_DTYPE_FP32, INCA_OP_SUM);
-	else
+	else if (side == SIDE_MPI)
 		ret = MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+	else
+		ret = PMPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 	if (ret != 0) {
-		fprintf(stderr, "bench_mpi: rank %d: %s failed: %d\n", rank,
-			direct ? "inca_allreduce" : "MPI_Allreduce", ret);
+		fprintf(stderr, "bench_mpi: rank %d: %s failed: %d\n", rank, names[side], ret);
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
 }
 
 /*
- * One run: @iters pairs of calls, one through each side back to back (the
- * order alternating), so that both sides see the same load at the scale of
- * one call. *td and *tm receive the seconds per call of each side, the
- * slowest rank's; @pair (if not NULL) this rank's mpi / direct ratio of
- * each pair.
+ * One run: @iters rounds of one call of each of the first @nsides sides back
+ * to back (the order rotating), so that all sides see the same load at the
+ * scale of one call. t[side] receives the seconds per call of each side,
+ * the slowest rank's; @pair (if not NULL) this rank's mpi / direct ratio of
+ * each round.
  */
 static void
-run(struct inca_comm *direct, const float *in, float *out, int count, int iters, double *td,
-    double *tm, double *pair)
+run(struct inca_comm *direct, const float *in, float *out, int count, int iters, int nsides,
+    double *t, double *pair)
 {
-	double t[2] = {0, 0}, t0, one[2];
+	double t0, one[SIDES];
 	int i, k;
 
+	for (k = 0; k < SIDES; k++)
+		t[k] = 0;
 	PMPI_Barrier(MPI_COMM_WORLD);
 	for (i = 0; i < iters; i++) {
-		for (k = 0; k < 2; k++) {
-			int side = (i + k) % 2; /* 0: direct, 1: mpi */
+		for (k = 0; k < nsides; k++) {
+			int side = (i + k) % nsides;
 
 			t0 = now_s();
-			one_call(side == 0 ? direct : NULL, in, out, count);
+			one_call(direct, side, in, out, count);
 			one[side] = now_s() - t0;
 			t[side] += one[side];
 		}
 		if (pair != NULL)
-			pair[i] = one[1] / one[0];
+			pair[i] = one[SIDE_MPI] / one[SIDE_DIRECT];
 	}
-	PMPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-	*td = t[0] / iters;
-	*tm = t[1] / iters;
+	PMPI_Allreduce(MPI_IN_PLACE, t, SIDES, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	for (k = 0; k < SIDES; k++)
+		t[k] /= iters;
+}
+
+/* --routes: one size, @runs runs of triples; prints its line of the table. */
+static void
+routes(struct inca_comm *direct, const float *in, float *out, int count, int runs,
+       double min_time)
+{
+	double t[SIDES], *ts[SIDES], m[SIDES], best;
+	int i, k, iters;
+
+	for (i = 0; i < 8; i++)
+		one_call(direct, SIDE_MPI, in, out, count);
+	run(direct, in, out, count, 1, SIDES, t, NULL);
+	iters = (int)(min_time / (t[0] + t[1] + t[2] > 1e-6 ? t[0] + t[1] + t[2] : 1e-6));
+	if (iters < 2)
+		iters = 2;
+	for (k = 0; k < SIDES; k++)
+		ts[k] = calloc((size_t)runs, sizeof(double));
+	for (i = 0; i < runs; i++) {
+		run(direct, in, out, count, iters, SIDES, t, NULL);
+		for (k = 0; k < SIDES; k++)
+			ts[k][i] = t[k];
+	}
+	for (k = 0; k < SIDES; k++) {
+		m[k] = median(ts[k], runs);
+		free(ts[k]);
+	}
+	best = m[SIDE_DIRECT] < m[SIDE_PMPI] ? m[SIDE_DIRECT] : m[SIDE_PMPI];
+	if (rank == 0)
+		printf("  %10ld %6d %10.3f %10.3f %10.3f %8.3f %5s\n", (long)count * 4, iters,
+		       m[SIDE_DIRECT] * 1e3, m[SIDE_PMPI] * 1e3, m[SIDE_MPI] * 1e3,
+		       m[SIDE_MPI] / best, m[SIDE_DIRECT] < m[SIDE_PMPI] ? "inca" : "host");
 }
 
 int
@@ -116,7 +164,8 @@ main(int argc, char **argv)
 	const char *s;
 	float *in, *out;
 	Dl_info dl;
-	int runs = 7, i, ret;
+	int runs = 7, i, ret, route_mode = 0;
+	double t[SIDES];
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -128,10 +177,12 @@ main(int argc, char **argv)
 			runs = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--min-time") == 0 && i + 1 < argc)
 			min_time = atof(argv[++i]);
+		else if (strcmp(argv[i], "--routes") == 0)
+			route_mode = 1;
 		else {
 			if (rank == 0)
 				fprintf(stderr, "usage: bench_mpi [--sizes B,...] [--runs R] "
-						"[--min-time SEC]\n");
+						"[--min-time SEC] [--routes]\n");
 			MPI_Finalize();
 			return 2;
 		}
@@ -176,7 +227,13 @@ main(int argc, char **argv)
 	tm = calloc((size_t)runs, sizeof(*tm));
 	ratio = calloc((size_t)runs, sizeof(*ratio));
 	list = strdup(sizes_arg);
-	if (rank == 0)
+	if (rank == 0 && route_mode)
+		printf("# bench_mpi --routes: %d ranks, %d runs of triples of calls, the order "
+		       "rotating; medians over runs\n# of the slowest rank's time per call; "
+		       "auto/best = auto / min(inca, host)\n"
+		       "# %10s %6s %10s %10s %10s %8s %5s\n", size, runs, "bytes", "iters",
+		       "inca ms", "host ms", "auto ms", "auto/best", "best");
+	else if (rank == 0)
 		printf("# bench_mpi: %d ranks, %d runs of pairs of calls (mpi, direct), the "
 		       "order alternating\n# overhead = median(mpi) / median(direct) - 1 over "
 		       "runs; runs = median of per-run\n# mpi / direct - 1; pairs = median over "
@@ -187,7 +244,7 @@ main(int argc, char **argv)
 		long bytes = atol(tok);
 		int count = (int)(bytes / 4), iters, npairs;
 		double *pairs, *all;
-		double t, t2, md, mm;
+		double md, mm;
 
 		if (count <= 0)
 			continue;
@@ -195,16 +252,24 @@ main(int argc, char **argv)
 		out = malloc((size_t)count * 4);
 		for (i = 0; i < count; i++)
 			in[i] = (float)((i + rank) % 1024) * 0.25f;
+		if (route_mode) {
+			routes(direct, in, out, count, runs, min_time);
+			free(in);
+			free(out);
+			continue;
+		}
 		/* Warm up both paths and size the runs to min_time. */
-		run(direct, in, out, count, 1, &t, &t2, NULL);
-		iters = (int)(min_time / 2 / (t > 1e-6 ? t : 1e-6));
+		run(direct, in, out, count, 1, 2, t, NULL);
+		iters = (int)(min_time / 2 / (t[0] > 1e-6 ? t[0] : 1e-6));
 		if (iters < 2)
 			iters = 2;
 		npairs = iters * runs;
 		pairs = malloc((size_t)npairs * sizeof(*pairs));
 		all = rank == 0 ? malloc((size_t)npairs * size * sizeof(*all)) : NULL;
 		for (i = 0; i < runs; i++) {
-			run(direct, in, out, count, iters, &td[i], &tm[i], pairs + i * iters);
+			run(direct, in, out, count, iters, 2, t, pairs + i * iters);
+			td[i] = t[SIDE_DIRECT];
+			tm[i] = t[SIDE_MPI];
 			ratio[i] = tm[i] / td[i];
 		}
 		PMPI_Gather(pairs, npairs, MPI_DOUBLE, all, npairs, MPI_DOUBLE, 0, MPI_COMM_WORLD);

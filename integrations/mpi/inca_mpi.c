@@ -48,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -58,6 +59,38 @@ _Static_assert(sizeof(int) == 4, "MPI_INT must be a 32-bit integer");
 
 /* The interposed MPI entry points are the library's only interface. */
 #define IM_EXPORT __attribute__((visibility("default")))
+
+/* Where INCA_MPI_ROUTE sends eligible MPI_Allreduce calls. */
+enum im_route_mode { IM_ROUTE_INCA, IM_ROUTE_HOST, IM_ROUTE_AUTO };
+
+/* Routes of one call: through libinca (the aggregator) or PMPI (the host). */
+enum { IM_VIA_INCA, IM_VIA_HOST, IM_VIAS };
+
+/* Size classes: log2 of the payload bytes. */
+#define IM_CLASSES 64
+/* Calls per route a class explores before its first decision. */
+#define IM_EXPLORE 3
+/* A decided class re-probes its losing route once every IM_REEVAL to
+ * IM_REEVAL_MAX calls, fewer the slower that route (reeval_calls()). */
+#define IM_REEVAL 64
+#define IM_REEVAL_MAX 4096
+#define IM_PROBE_COST 50
+
+/*
+ * The selector's state of one size class of MPI_Allreduce on one
+ * communicator (docs/mpi.md, "Dynamic path selection"). @seq counts the
+ * class's calls, which are the same on every rank; the route of call @seq
+ * depends only on @seq and @via, which only changes at an agreement, where
+ * every rank takes the same numbers (PMPI_Allreduce MAX): so all ranks take
+ * the same route for the same call.
+ */
+struct im_class {
+	uint64_t seq;
+	double ns[IM_VIAS]; /* this rank's time of each route (mean, EWMA) */
+	unsigned n[IM_VIAS];
+	int via;            /* the decided route, once seq >= 2 * IM_EXPLORE */
+	uint64_t probe;     /* the call that next probes the other route */
+};
 
 /* The INCA side of one MPI communicator. MPI_COMM_WORLD's is im.world; a
  * derived communicator's is its attribute im.keyval. */
@@ -75,6 +108,7 @@ struct im_comm {
 	 * collective on one communicator must not hold up another thread's
 	 * collective on another, which the peers may need first. */
 	pthread_mutex_t lock;
+	struct im_class cls[IM_CLASSES]; /* INCA_MPI_ROUTE=auto, under @lock */
 };
 
 /* A nonblocking collective in flight through INCA, seen by the user as the
@@ -124,6 +158,7 @@ struct im_conf {
 	uint32_t comm_first; /* job ids of derived communicators (0: none) */
 	uint32_t comm_last;
 	uint32_t stride;     /* job ids per communicator: its stripes */
+	int32_t route;       /* enum im_route_mode */
 };
 
 /* Most derived communicators one process may have on INCA. */
@@ -140,6 +175,10 @@ struct im_conf {
 	X(allgather_inca, "MPI_Allgather calls sent through libinca (as an allreduce)") \
 	X(ibcast_inca, "MPI_Ibcast calls sent through libinca") \
 	X(ibarrier_inca, "MPI_Ibarrier calls sent through libinca") \
+	X(allreduce_host, "eligible MPI_Allreduce calls routed to PMPI by INCA_MPI_ROUTE") \
+	X(route_agreements, "selector decisions agreed between the ranks") \
+	X(route_switches, "agreements that changed a class's route") \
+	X(route_digest, "hash of the route of every routed MPI_Allreduce, in order") \
 	X(derived_inca, "of the calls above, those on communicators other than WORLD") \
 	X(bytes_inca, "payload bytes of the calls sent through libinca") \
 	X(passed, "collectives on INCA communicators passed to PMPI") \
@@ -265,6 +304,26 @@ conf_comm_jobs(struct im_conf *conf)
 	return 0;
 }
 
+/* INCA_MPI_ROUTE=inca|host|auto: where eligible MPI_Allreduce calls go. */
+static int
+conf_route(struct im_conf *conf)
+{
+	const char *s = getenv("INCA_MPI_ROUTE");
+
+	conf->route = IM_ROUTE_INCA;
+	if (s == NULL || *s == '\0' || strcmp(s, "inca") == 0)
+		return 0;
+	if (strcmp(s, "host") == 0)
+		conf->route = IM_ROUTE_HOST;
+	else if (strcmp(s, "auto") == 0)
+		conf->route = IM_ROUTE_AUTO;
+	else {
+		im_log(INCA_LOG_ERR, "INCA_MPI_ROUTE=%s: not inca, host or auto", s);
+		return -1;
+	}
+	return 0;
+}
+
 /* Rank 0: the job parameters from the environment. conf->enabled stays 0
  * when INCA is not configured or the configuration is wrong. */
 static void
@@ -326,6 +385,8 @@ conf_read(struct im_conf *conf)
 		return;
 	conf->max_comms = (uint32_t)v;
 	if (conf_comm_jobs(conf) < 0)
+		return;
+	if (conf_route(conf) < 0)
 		return;
 	conf->enabled = 1;
 }
@@ -1016,6 +1077,108 @@ type_contiguous(MPI_Datatype t, int count)
 	return tlb == 0 && textent == tsize && (count <= 1 || extent == tsize);
 }
 
+/* ---- dynamic path selection (INCA_MPI_ROUTE=auto) ----------------------- */
+
+static double
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static unsigned
+size_class(uint64_t bytes)
+{
+	unsigned k = 0;
+
+	while (bytes > 1 && k < IM_CLASSES - 1) {
+		bytes >>= 1;
+		k++;
+	}
+	return k;
+}
+
+/*
+ * The route of call @seq of class @k: during exploration the two routes
+ * alternate; then the decided route, except call @probe, which tries the
+ * other one. A function of @seq, @via and @probe only.
+ */
+static int
+class_via(const struct im_class *k)
+{
+	if (k->seq < 2 * IM_EXPLORE)
+		return (int)(k->seq & 1);
+	return k->seq == k->probe ? !k->via : k->via;
+}
+
+/*
+ * Calls until the next probe, from the agreed whole-nanosecond times @lo of
+ * the winner and @hi of the loser: a probe costs hi - lo more than the
+ * winner, IM_PROBE_COST * (hi - lo) / lo calls keep that under 2 %.
+ */
+static uint64_t
+reeval_calls(uint64_t lo, uint64_t hi)
+{
+	uint64_t k = lo ? IM_PROBE_COST * (hi - lo) / lo : IM_REEVAL_MAX;
+
+	return k < IM_REEVAL ? IM_REEVAL : k > IM_REEVAL_MAX ? IM_REEVAL_MAX : k;
+}
+
+/* Record this rank's time of the call class_via() routed; at the end of
+ * the exploration and after each probe, agree on the route. */
+static void
+class_record(struct im_comm *c, unsigned cls, int via, double ns)
+{
+	struct im_class *k = &c->cls[cls];
+	uint64_t ti, th;
+	double t[IM_VIAS];
+	bool agree;
+	int prev;
+
+	/* Mean of the exploration's calls, then an EWMA: recent load counts. */
+	if (k->n[via] < IM_EXPLORE)
+		k->ns[via] = (k->ns[via] * k->n[via] + ns) / (k->n[via] + 1);
+	else
+		k->ns[via] = 0.75 * k->ns[via] + 0.25 * ns;
+	k->n[via]++;
+	agree = k->seq + 1 == 2 * IM_EXPLORE || (k->seq >= 2 * IM_EXPLORE && k->seq == k->probe);
+	k->seq++;
+	if (!agree)
+		return;
+	/* A collective's time is its slowest rank's: every rank decides on
+	 * the same maxima, in whole nanoseconds, with the same rule (ties
+	 * stay on INCA). */
+	t[0] = k->ns[0];
+	t[1] = k->ns[1];
+	PMPI_Allreduce(MPI_IN_PLACE, t, IM_VIAS, MPI_DOUBLE, MPI_MAX, c->fb_comm);
+	ti = (uint64_t)t[IM_VIA_INCA];
+	th = (uint64_t)t[IM_VIA_HOST];
+	prev = k->via;
+	k->via = th < ti ? IM_VIA_HOST : IM_VIA_INCA;
+	k->probe = k->seq - 1 + (th < ti ? reeval_calls(th, ti) : reeval_calls(ti, th));
+	/* Atomic: threads may decide on several communicators at once. */
+	__atomic_fetch_add(&im.n.route_agreements, 1, __ATOMIC_RELAXED);
+	if (k->seq > 2 * IM_EXPLORE && prev != k->via)
+		__atomic_fetch_add(&im.n.route_switches, 1, __ATOMIC_RELAXED);
+	im_log(INCA_LOG_INFO, "route: job %u class 2^%u call %llu inca %llu ns host %llu ns -> %s",
+	       c->job, cls, (unsigned long long)k->seq, (unsigned long long)ti,
+	       (unsigned long long)th, k->via == IM_VIA_INCA ? "inca" : "host");
+}
+
+/* Fold a routed call's route into route_digest (FNV-1a): equal digests on
+ * all ranks mean the same route for every call. Meaningful with one thread
+ * making collectives at a time (threads on several communicators
+ * interleave differently on each rank). */
+static void
+route_note(int via)
+{
+	uint64_t h = im.n.route_digest ? im.n.route_digest : 14695981039346656037ULL;
+
+	im.n.route_digest = (h ^ (uint64_t)(via + 1)) * 1099511628211ULL;
+}
+
 IM_EXPORT int
 MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
 	      MPI_Comm comm)
@@ -1024,14 +1187,37 @@ MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 	unsigned dtype, iop;
 	int ret;
 
+	unsigned cls = 0;
+	double t0 = 0;
+	int via;
+
 	c = count > 0 ? reduction_route((uint64_t)count, datatype, op, comm, &dtype, &iop) : NULL;
 	if (c == NULL)
 		return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 	pthread_mutex_lock(&c->lock);
-	ret = inca_allreduce(c->comm, sendbuf == MPI_IN_PLACE ? INCA_IN_PLACE : sendbuf, recvbuf,
-			     (size_t)count, dtype, iop);
-	if (ret == INCA_OK)
-		count_inca(c, &im.n.allreduce_inca, (uint64_t)count * 4);
+	via = im.conf.route == IM_ROUTE_HOST ? IM_VIA_HOST : IM_VIA_INCA;
+	if (im.conf.route == IM_ROUTE_AUTO) {
+		cls = size_class((uint64_t)count * 4);
+		via = class_via(&c->cls[cls]);
+		t0 = now_ns();
+	}
+	route_note(via);
+	if (via == IM_VIA_HOST) {
+		/* On the application's communicator, as without the
+		 * interposer: the host route is MPI's own. */
+		ret = PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) == MPI_SUCCESS ?
+			      INCA_OK : INCA_EFALLBACK;
+		if (ret == INCA_OK)
+			__atomic_fetch_add(&im.n.allreduce_host, 1, __ATOMIC_RELAXED);
+	} else {
+		ret = inca_allreduce(c->comm, sendbuf == MPI_IN_PLACE ? INCA_IN_PLACE : sendbuf,
+				     recvbuf, (size_t)count, dtype, iop);
+		if (ret == INCA_OK)
+			count_inca(c, &im.n.allreduce_inca, (uint64_t)count * 4);
+	}
+	/* Every call advances its class, failed or not, on every rank. */
+	if (im.conf.route == IM_ROUTE_AUTO)
+		class_record(c, cls, via, now_ns() - t0);
 	pthread_mutex_unlock(&c->lock);
 	/* Refused before anything was sent, on every rank alike (they share
 	 * the aggregator and its capabilities). */
@@ -1419,7 +1605,7 @@ ireq_start(struct im_comm *c, struct im_ireq *x, const void *sendbuf, void *recv
 	}
 	if (ret == INCA_OK)
 		ret = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, x, &x->mreq) ==
-		      MPI_SUCCESS ? INCA_OK : INCA_EIO;
+		      MPI_SUCCESS ? INCA_OK : INCA_EFALLBACK;
 	if (ret == INCA_OK) {
 		pthread_mutex_lock(&im.lock);
 		for (pp = &im.ireqs; *pp != NULL; pp = &(*pp)->next)

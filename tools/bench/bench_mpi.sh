@@ -6,7 +6,7 @@
 # directly, for large messages. Prints figures; asserts nothing.
 #
 #   tools/bench/bench_mpi.sh [--build DIR] [--np N] [--runs R] [--sizes B,B,...]
-#                            [--rate RATE] [--min-time SEC] [--spread]
+#                            [--rate RATE] [--min-time SEC] [--spread] [--routes]
 #
 # Method. A rack (tools/rack) of one worker namespace in aggregator mode,
 # incad in the agg namespace with two static jobs of N workers. One mpirun
@@ -25,6 +25,12 @@
 # bridge's namespace, which gets the address 10.77.0.250 so that the ranks
 # reach its PMIx server, and starts rank i as 'ip netns exec NAME-wi'.
 # Without it all ranks share worker 0's namespace and link.
+# --routes: dynamic path selection instead (docs/mpi.md): the interposer
+# runs with INCA_MPI_ROUTE=auto and bench_mpi --routes times, in triples of
+# calls, job 2's inca_allreduce (the INCA route alone), PMPI_Allreduce (the
+# host route alone) and MPI_Allreduce (auto, unless BENCH_ENV sets
+# INCA_MPI_ROUTE); default sizes 4 B .. 64 MiB in
+# powers of 4. It prints auto / min(inca, host) per size.
 # BENCH_ENV adds mpirun options (without --spread), e.g.
 # BENCH_ENV='-x INCA_MPI_KEEPALIVE=0'.
 
@@ -39,6 +45,7 @@ SIZES=1048576,4194304,16777216
 RATE=0
 MIN_TIME=0.5
 SPREAD=0
+ROUTES=
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -49,9 +56,20 @@ while [ $# -gt 0 ]; do
 	--rate) RATE=$2; shift 2 ;;
 	--min-time) MIN_TIME=$2; shift 2 ;;
 	--spread) SPREAD=1; shift ;;
+	--routes) ROUTES=--routes; shift ;;
 	*) sed -n 's/^#   //p' "$0" >&2; exit 2 ;;
 	esac
 done
+if [ -n "$ROUTES" ]; then
+	[ "$SIZES" = 1048576,4194304,16777216 ] &&
+		SIZES=4,16,64,256,1024,4096,16384,65536,262144,1048576,4194304,16777216,67108864
+	# BENCH_ENV='-x INCA_MPI_ROUTE=host' times the interposer's pinned
+	# route against PMPI instead (an A/A check of the method).
+	case ${BENCH_ENV:-} in
+	*INCA_MPI_ROUTE=*) ;;
+	*) BENCH_ENV="${BENCH_ENV:-} -x INCA_MPI_ROUTE=auto" ;;
+	esac
+fi
 if [ -z "$BUILD" ]; then
 	for b in "$SRC"/build "$SRC"/build*; do
 		[ -e "$b/integrations/mpi/libinca-mpi.so" ] && BUILD=$b && break
@@ -111,7 +129,8 @@ if [ "$SPREAD" = 1 ]; then
 		# rank gets its environment from env(1) instead.
 		APPS+=(-np 1 ip netns exec "$NAME-w$i" env LD_PRELOAD="$PRELOAD" INCA_JOB=1
 			INCA_AGGREGATOR=10.77.0.1 INCA_BENCH_JOB=2 INCA_TOKEN=0x494e4341
-			"$BENCH" --sizes "$SIZES" --runs "$RUNS" --min-time "$MIN_TIME")
+			INCA_MPI_ROUTE=${ROUTES:+auto} "$BENCH" --sizes "$SIZES" --runs "$RUNS"
+			--min-time "$MIN_TIME" $ROUTES)
 	done
 	# shellcheck disable=SC2086
 	PMIX_MCA_ptl_tcp_if_include=br0 ip netns exec "$NAME-tor" mpirun --allow-run-as-root \
@@ -122,5 +141,5 @@ else
 	ip netns exec "$NAME-w0" mpirun --allow-run-as-root --oversubscribe -np "$NP" \
 		"${MCA[@]}" --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
 		-x LD_PRELOAD="$PRELOAD" "${ENVS[@]}" ${BENCH_ENV:-} \
-		"$BENCH" --sizes "$SIZES" --runs "$RUNS" --min-time "$MIN_TIME"
+		"$BENCH" --sizes "$SIZES" --runs "$RUNS" --min-time "$MIN_TIME" $ROUTES
 fi
