@@ -122,7 +122,10 @@ def libinca_calls(expect):
     return sum(expect[k] for k in KINDS)
 
 
-def main():
+def setup():
+    """The command line of the mpi suite's tests (--incad, --preload,
+    --check, --np), after their prerequisites: root, mpirun and the built
+    programs, else SKIP (exit 77) with the reason."""
     ap = argparse.ArgumentParser()
     ap.add_argument('--incad', required=True)
     ap.add_argument('--preload', required=True)
@@ -136,6 +139,11 @@ def main():
     for f in (args.incad, args.preload, args.check):
         if not os.path.exists(f):
             rackctl.skip('%s not built' % f)
+    return args
+
+
+def main():
+    args = setup()
     tmp = tempfile.mkdtemp(prefix='inca-mpi-test-')
     stats = os.path.join(tmp, 'stats')
 

@@ -22,7 +22,6 @@ faster one on the unloaded rack.
 usage: test_route.py --incad EXE --preload LIBINCA_MPI --check ROUTE_CHECK [--np N]
 """
 
-import argparse
 import os
 import re
 import shutil
@@ -32,7 +31,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rackctl  # noqa: E402
 from rackctl import log  # noqa: E402
-from test_mpi import JOB, mpirun_argv  # noqa: E402
+from test_mpi import JOB, mpirun_argv, setup  # noqa: E402
 
 ROUNDS = 200             # route_check's default
 CLASSES = (2, 12, 14)    # log2 of 4 B, 4 KiB, 16 KiB
@@ -112,19 +111,7 @@ def slow_route(dec, want):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--incad', required=True)
-    ap.add_argument('--preload', required=True)
-    ap.add_argument('--check', required=True)
-    ap.add_argument('--np', type=int, default=4)
-    args = ap.parse_args()
-    rackctl.check_root()
-    rackctl.install_signal_handlers()
-    if shutil.which('mpirun') is None:
-        rackctl.skip('mpirun not found (apt-get install openmpi-bin)')
-    for f in (args.incad, args.preload, args.check):
-        if not os.path.exists(f):
-            rackctl.skip('%s not built' % f)
+    args = setup()
     tmp = tempfile.mkdtemp(prefix='inca-route-test-')
     stats = os.path.join(tmp, 'stats')
     try:
