@@ -49,17 +49,23 @@ def mpirun_argv(args, env):
     return argv + [args.check]
 
 
-def run_check(rack, args, stats, extra_env=None, during=None, timeout=600):
-    """Run mpi_check in worker 0 under the interposer; return (expect, stats)."""
+def interposer_env(rack, args, stats):
+    """The environment of ranks under the interposer on job JOB of @rack's
+    incad, writing their statistics to @stats (removed first)."""
     if os.path.exists(stats):
         os.unlink(stats)
-    env = {
+    return {
         'LD_PRELOAD': args.preload,
         'INCA_AGGREGATOR': rack.agg_ip,
         'INCA_JOB': str(JOB),
         'INCA_TOKEN': '0x%08x' % rackctl.TOKEN,
         'INCA_MPI_STATS': stats,
     }
+
+
+def run_check(rack, args, stats, extra_env=None, during=None, timeout=600):
+    """Run mpi_check in worker 0 under the interposer; return (expect, stats)."""
+    env = interposer_env(rack, args, stats)
     env.update(extra_env or {})
     argv = rack.argv(0, mpirun_argv(args, env))
     log('run:', ' '.join(argv))

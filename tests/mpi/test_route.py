@@ -31,7 +31,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rackctl  # noqa: E402
 from rackctl import log  # noqa: E402
-from test_mpi import JOB, mpirun_argv, setup  # noqa: E402
+from test_mpi import JOB, interposer_env, mpirun_argv, setup  # noqa: E402
 
 ROUNDS = 200             # route_check's default
 CLASSES = (2, 12, 14)    # log2 of 4 B, 4 KiB, 16 KiB
@@ -48,18 +48,12 @@ def reeval_calls(lo, hi):
 
 
 def run(rack, args, stats, route):
-    if os.path.exists(stats):
-        os.unlink(stats)
-    env = {
-        'LD_PRELOAD': args.preload,
-        'INCA_AGGREGATOR': rack.agg_ip,
-        'INCA_JOB': str(JOB),
-        'INCA_TOKEN': '0x%08x' % rackctl.TOKEN,
-        'INCA_MPI_STATS': stats,
+    env = interposer_env(rack, args, stats)
+    env.update({
         'INCA_MPI_ROUTE': route,
         'INCA_MPI_VERBOSE': '2',  # INCA_LOG_INFO: the decisions
         'INCA_TIMEOUT_MS': '500',
-    }
+    })
     argv = mpirun_argv(args, env)
     log('run:', ' '.join(argv))
     p = rack.run(0, argv, capture_output=True, text=True, timeout=240)
