@@ -431,7 +431,9 @@ style_of()
 	case $1 in
 	inca) echo 'INCA (incad + libinca)" with linespoints lw 2 pt 7 lc rgb "#1f77b4' ;;
 	inca-s1) echo 'INCA, 1 aggregator" with linespoints lw 2 pt 7 lc rgb "#1f77b4' ;;
-	inca-s[0-9]) echo "INCA, ${1#inca-s} stripes\" with linespoints lw 2 pt $((5 + ${1#inca-s}))" ;;
+	inca-s2) echo 'INCA, 2 stripes" with linespoints lw 2 pt 5 lc rgb "#2ca02c' ;;
+	inca-s3) echo 'INCA, 3 stripes" with linespoints lw 2 pt 9 lc rgb "#9467bd' ;;
+	inca-s[0-9]) echo "INCA, ${1#inca-s} stripes\" with linespoints lw 2 pt 11 lc rgb \"gray30" ;;
 	ompi-ring) echo 'Open MPI ring" with linespoints lw 2 pt 5 lc rgb "#d62728' ;;
 	ompi-default) echo 'Open MPI default" with linespoints lw 2 pt 9 lc rgb "#ff7f0e' ;;
 	*) echo "$1\" with linespoints lw 2" ;;
@@ -451,7 +453,14 @@ plot()
 		lines="$lines, \"$dat.$s\" using 1:2 title \"$(style_of "$s")\""
 	done
 	[ "$RACKS" -gt 1 ] && what="$RACKS racks, uplinks $UPLINK_RATE"
-	[ -n "$STRIPES" ] && what="aggregator links $AGG_RATE"
+	if [ -n "$STRIPES" ]; then
+		what="aggregator links $AGG_RATE"
+		# The aggregators' links are the bound: N S / (K A).
+		for s in "${KLIST[@]}"; do
+			lines="$lines, $n * x * 8 / ($s * $(rate_mbit "$AGG_RATE") * 1000.0) title"
+			lines="$lines \"N S / (K A), K = $s\" with lines dt 4 lc rgb \"gray60\""
+		done
+	fi
 	gnuplot <<EOF
 set terminal pngcairo size 760,480 font "sans,10"
 set output "$png"
