@@ -571,9 +571,9 @@ for n in "${NLIST[@]}"; do
 			up=(--racks "$RACKS" --workers $((n / RACKS)) --uplink-rate "$UPLINK_RATE")
 		fi
 		[ -z "$STRIPES" ] || up+=(--aggs "$NSTRIPES")
-		echo "== N=$n MTU=$mtu: rack $NAME, $RATE, $MODE mode, $ELEMS elements per packet" \
-			"${STRIPES:+$NSTRIPES aggregators at $AGG_RATE}" \
-			"$([ "$RACKS" -gt 1 ] && echo "$RACKS racks, uplinks $UPLINK_RATE")"
+		echo "== N=$n MTU=$mtu: rack $NAME, $RATE, $MODE mode, $ELEMS elements per" \
+			"packet${STRIPES:+, $NSTRIPES aggregators at $AGG_RATE}$([ "$RACKS" -gt 1 ] &&
+				echo ", $RACKS racks, uplinks $UPLINK_RATE")"
 		"$RACK" up --name "$NAME" "${up[@]}" --rate "$RATE" --mode "$MODE" \
 			--agg-rate "$AGG_RATE" --mtu "$mtu" > /dev/null || die "rack up failed"
 		eval "$("$RACK" env --name "$NAME" | grep '^RACK_AGGREGATOR=')"
