@@ -557,6 +557,11 @@ if [ -n "$STRIPES" ]; then
 	SLIST=("${l[@]}")
 fi
 status=0
+when()
+{
+	echo "# $1 $(date -u '+%F %T UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+when start
 for n in "${NLIST[@]}"; do
 	for mtu in "${MLIST[@]}"; do
 		# The largest 32-bit payload in one frame: MTU less IPv4, UDP and
@@ -609,6 +614,7 @@ for n in "${NLIST[@]}"; do
 		plot "$n" "$mtu"
 	done
 done
+when end
 echo "raw: $RAW"
 echo "summary: $SUMMARY"
 exit $status
