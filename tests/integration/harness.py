@@ -45,9 +45,10 @@ def unique_name(tag):
 
 
 class Rack:
-    def __init__(self, tag, workers=2, mode='switch', rate='0', mtu=1500):
+    def __init__(self, tag, workers=2, mode='switch', rate='0', mtu=1500, up_args=()):
         self.name = unique_name(tag)
         self.workers, self.mode, self.rate, self.mtu = workers, mode, rate, mtu
+        self.up_args = list(up_args)   # --racks R --uplink-rate U, --aggs K, ...
         self.env = {}
 
     def rack(self, *args, **kw):
@@ -57,7 +58,7 @@ class Rack:
     def __enter__(self):
         try:
             self.rack('up', '--workers', str(self.workers), '--mode', self.mode,
-                      '--rate', str(self.rate), '--mtu', str(self.mtu))
+                      '--rate', str(self.rate), '--mtu', str(self.mtu), *self.up_args)
             out = self.rack('env', capture_output=True, text=True).stdout
         except BaseException:
             self.down()
@@ -67,6 +68,9 @@ class Rack:
             self.env[k] = v.strip('"')
         self.worker_ips = self.env['RACK_WORKER_IPS'].split()
         self.agg_ip = self.env['RACK_AGG_IP']
+        # What the workers name as INCA's aggregator: the leaves of several
+        # racks, the stripes of several aggregators, or incad.
+        self.aggregator = self.env['RACK_AGGREGATOR']
         return self
 
     def down(self):
@@ -77,7 +81,8 @@ class Rack:
         return False
 
     def ns(self, node):
-        return '%s-%s' % (self.name, node if node in ('agg', 'tor') else 'w%d' % node)
+        """A worker by index, any other node by name (agg, tor, leaf0, ...)."""
+        return '%s-%s' % (self.name, node if isinstance(node, str) else 'w%d' % node)
 
     def run(self, node, argv, **kw):
         """Run argv in a node's namespace to completion."""
@@ -127,12 +132,16 @@ class Telemetry:
 
 
 class Incad:
-    """incad running in a rack's agg namespace, its log in a temporary file."""
+    """incad running in a rack's agg namespace (or node's: leafK, aggS), its
+    log in a temporary file; ip is its address (default the rack's incad's)."""
 
-    def __init__(self, rack, exe, conf_args=(), extra_eal=(), extra_args=()):
+    def __init__(self, rack, exe, conf_args=(), extra_eal=(), extra_args=(), node='agg',
+                 ip=None):
         self.rack = rack
         self.exe = exe
-        self.prefix = rack.name
+        self.node = node
+        self.ip = ip
+        self.prefix = rack.name if node == 'agg' else rack.name + node
         self.conf_args = list(conf_args)
         self.extra_eal = list(extra_eal)
         self.extra_args = list(extra_args)
@@ -155,13 +164,15 @@ class Incad:
         self.logf = open(self.log_path, 'w')
         argv = self.argv()
         log('start:', ' '.join(argv))
-        self.proc = self.rack.popen('agg', argv, stdout=self.logf, stderr=subprocess.STDOUT)
+        self.proc = self.rack.popen(self.node, argv, stdout=self.logf,
+                                    stderr=subprocess.STDOUT)
         return self
 
     def wait_ready(self, node=0, timeout=20.0):
         """incad is ready when it answers a HELLO from a worker."""
         code = ('import sys; sys.path.insert(0, %r); import inca_proto as P; '
-                'w = P.Worker(%r, 0, 0, 0, 1); print(w.hello())' % (HERE, self.rack.agg_ip))
+                'w = P.Worker(%r, 0, 0, 0, 1); print(w.hello())' % (HERE,
+                                                                     self.ip or self.rack.agg_ip))
         end = time.monotonic() + timeout
         tel = Telemetry(self.prefix)
         # The telemetry socket appears when EAL is up, shortly before the

@@ -32,7 +32,7 @@ INCAD = BENCH = None
 
 
 def bench_argv(rack, job, rank, n, extra):
-    return [BENCH, '-a', rack.agg_ip, '-j', str(job), '-t', hex(TOKEN + job - 1),
+    return [BENCH, '-a', rack.aggregator, '-j', str(job), '-t', hex(TOKEN + job - 1),
             '-r', str(rank), '-n', str(n), '--json', '-G', '5000'] + list(extra)
 
 

@@ -13,7 +13,8 @@ tests/matrix/matrix_worker processes (libinca, a TCP group as oob and
 fallback) given both leaves as INCA's aggregator list, so that rank r
 joins leaf r / B (docs/libinca.md, "Trees"). Each case checks the outcome
 users rely on: every collective exact, on the aggregators (not the
-fallback) when nothing fails, with loss on every level, beyond 32 ranks
+fallback) when nothing fails, with loss on every level or on the uplinks
+only (1 % and 5 %), beyond 32 ranks
 (40 on two leaves, 256 on eight), three levels deep, striped over two aggregators, through
 the MPI interposer and the PyTorch hook; and every rank ending in the exact
 result when a worker, a leaf, the spine or a stripe's aggregator dies
@@ -405,6 +406,66 @@ def case_loss():
         log('loss: %d frames dropped on purpose, %d partials resent' % (lost, resent))
         check(lost > 0 and resent > 0, 'no loss injected (%d) or no partial resent (%d)',
               lost, resent)
+
+
+def uplink_loss(t, pct):
+    """Loss of pct % in both directions of the uplinks only: nftables
+    numgen on the bridge's port to the spine, which carries nothing but the
+    leaves' traffic with their parent (partials, JOINs and heartbeats up;
+    RESULTs, ACKs down); the workers' links to the leaves are untouched."""
+    port = '%ssp' % t.name
+    sh('ip', 'netns', 'exec', t.ns('br'), 'nft',
+       'add table bridge incaloss; '
+       'add chain bridge incaloss fw { type filter hook forward priority 0; policy accept; }; '
+       'add rule bridge incaloss fw oifname "%s" numgen random mod 100 < %d counter drop; '
+       'add rule bridge incaloss fw iifname "%s" numgen random mod 100 < %d counter drop'
+       % (port, pct, port, pct))
+
+
+def uplink_drops(t):
+    """Frames dropped on the way up (to the spine) and down, in that order."""
+    out = sh('ip', 'netns', 'exec', t.ns('br'), 'nft', '-j', 'list', 'table', 'bridge',
+             'incaloss').stdout
+    drops = {}
+    for item in json.loads(out)['nftables']:
+        expr = item.get('rule', {}).get('expr', [])
+        way = [e['match']['left']['meta']['key'] for e in expr
+               if 'meta' in e.get('match', {}).get('left', {})]
+        packets = [e['counter']['packets'] for e in expr if 'counter' in e]
+        if way and packets:
+            drops[way[0]] = packets[0]
+    return drops.get('oifname', 0), drops.get('iifname', 0)
+
+
+def uplink_loss_case(pct, iters):
+    with Tree() as t:
+        uplink_loss(t, pct)
+        t.start_all()
+        run = t.run(['--iters', str(iters)], watchdog=240)
+        run.check_exact(5 * iters, on_aggregator=True)
+        up, down = uplink_drops(t)
+        resent = sum(t.incads[k].tel.query('/incad/stats').get('PARTIAL_RETX', 0)
+                     for k in t.leaves)
+        injected = sum(d.tel.query('/incad/drops').get('incad/INJECTED_LOSS', 0)
+                       for d in t.incads.values())
+        log('uplink loss %d %%: %d frames lost up, %d down, %d partials resent' % (
+            pct, up, down, resent))
+        check(up > 0 and down > 0 and resent > 0,
+              'no loss on the uplinks (up %d, down %d) or no partial resent (%d)',
+              up, down, resent)
+        check(injected == 0, 'loss injected inside an incad: %d', injected)
+
+
+def case_uplink_loss1():
+    """1 % of the frames lost in both directions between the leaves and
+    the spine, none on the workers' links: every collective exact, on the
+    aggregators (the leaves resend their partials)."""
+    uplink_loss_case(1, 10)
+
+
+def case_uplink_loss5():
+    """5 % lost on the uplinks only: exact, on the aggregators."""
+    uplink_loss_case(5, 4)
 
 
 def case_wide():

@@ -13,7 +13,8 @@
 #       [--rate RATE] [--mode switch|aggregator] [--runs R]
 #       [--sizes pow2|pow4|B,B,...] [--iters I] [--iters-large I]
 #       [--systems inca,inca-nogso,inca-xdp,ompi-ring,ompi-default] [--window W]
-#       [--max-elems E]
+#       [--max-elems E] [--racks R --uplink-rate RATE] [--stripes K[,K...]]
+#       [--agg-rate RATE]
 #       [--mpi-busy-poll] [--inca-args "ARGS"] [--incad-args "ARGS"]
 #       [--build DIR] [--out DIR]
 #       [--name PREFIX] [--keep]
@@ -50,6 +51,21 @@
 # turns that off): on a 2-core host shared with incad, spinning ranks
 # starve the switch their own messages cross.
 #
+# Beyond one aggregator (docs/rack.md, "Several racks", "Several
+# aggregators"), both in aggregator mode, where Open MPI's traffic crosses
+# kernel bridges only:
+#
+# --racks R: R racks of N/R workers under a spine (tools/rack up --racks),
+# worker links at --rate, ToR-spine uplinks at --uplink-rate, a leaf incad
+# per rack and a spine incad (tools/rack conf --leaf K / --spine); INCA's
+# ranks name the leaves (INCA_AGGREGATOR=leaf0,leaf1,...), so every chunk
+# crosses both levels. Oversubscription = (N/R x rate) / uplink rate.
+#
+# --stripes K,K...: one rack with max(K) aggregators on the ToR, each
+# behind its own link at --agg-rate; system inca runs once per K as
+# inca-sK, striped over the first K (INCA_AGGREGATOR=A+B+...), and the
+# table gives each K's speed-up over K = 1.
+#
 # Output in --out (default /tmp/inca-bench-allreduce): raw.csv (one row per
 # system, size and run), summary.csv (medians over runs), allreduce_nN_mtuM.png
 # (time against size, log-log, both systems, with the in-network bound S/B
@@ -73,6 +89,10 @@ ITERS_LARGE=3
 SYSTEMS=inca,ompi-ring,ompi-default
 WINDOW=
 MAX_ELEMS=
+RACKS=1
+UPLINK_RATE=0
+AGG_RATE=0
+STRIPES=
 INCA_ARGS=
 INCAD_ARGS=
 MPI_YIELD=1
@@ -100,6 +120,10 @@ while [ $# -gt 0 ]; do
 	--systems) SYSTEMS=$2; shift 2 ;;
 	--window) WINDOW=$2; shift 2 ;;
 	--max-elems) MAX_ELEMS=$2; shift 2 ;;
+	--racks) RACKS=$2; shift 2 ;;
+	--uplink-rate) UPLINK_RATE=$2; shift 2 ;;
+	--agg-rate) AGG_RATE=$2; shift 2 ;;
+	--stripes) STRIPES=$2; shift 2 ;;
 	--inca-args) INCA_ARGS=$2; shift 2 ;;
 	--incad-args) INCAD_ARGS=$2; shift 2 ;;
 	--mpi-busy-poll) MPI_YIELD=0; shift ;;
@@ -112,6 +136,8 @@ while [ $# -gt 0 ]; do
 done
 
 [ "$(id -u)" -eq 0 ] || die "run as root (network namespaces, DPDK)"
+[ "$RACKS" -eq 1 ] || [ -z "$STRIPES" ] || die "--racks and --stripes: one or the other"
+[ "$RACKS" -eq 1 ] && [ -z "$STRIPES" ] || MODE=aggregator
 find_build
 MPIB=$BUILD/tools/mpi_allreduce_bench
 case ",$SYSTEMS," in
@@ -158,16 +184,17 @@ echo "workers,mtu,system,bytes,run,median_us,mean_us,min_us,ratio_SB,load1,runna
 	> "$RAW"
 
 INCAD_PID=
+INCAD_PIDS=
 CHILDREN=
 
 cleanup()
 {
 	set +e
 	[ -n "$CHILDREN" ] && kill -TERM $CHILDREN 2>/dev/null
-	stop_incad
+	stop_incads
 	if [ "$KEEP" = 0 ]; then
 		"$RACK" down --name "$NAME" >/dev/null 2>&1
-		rm -rf "/var/run/dpdk/$NAME"
+		rm -rf "/var/run/dpdk/$NAME" "/var/run/dpdk/$NAME"-*
 	fi
 }
 trap cleanup EXIT
@@ -204,11 +231,26 @@ exec ip netns exec "$BENCH_RACK-w$((BASH_REMATCH[1] - 10))" /bin/sh -c "$*"
 EOF
 chmod +x "$AGENT"
 
+# What INCA's ranks are given as their aggregator for SYSTEM: the leaves
+# of a fabric, the first K aggregators of inca-sK as stripes, or the one.
+aggregator_of()
+{
+	local k
+	if [ "$RACKS" -gt 1 ]; then
+		echo "$RACK_AGGREGATOR"
+	elif [[ $1 =~ ^inca-s([0-9]+)$ ]]; then
+		k=${BASH_REMATCH[1]}
+		cut -d+ -f1-"$k" <<<"$RACK_AGGREGATOR"
+	else
+		echo 10.77.0.1
+	fi
+}
+
 # run_inca N MTU RUN SYSTEM: one inca-bench per worker; rows into raw.csv.
 run_inca()
 {
 	local n=$1 mtu=$2 run=$3 sys=$4 r pids=() fail=0 ld log gso=1 tp=udp
-	local args=(-a 10.77.0.1 -j 1 -t 0x494E4341 -n "$n" -s "$SIZE_LIST" -d fp32 -o sum
+	local args=(-a "$(aggregator_of "$sys")" -j 1 -t 0x494E4341 -n "$n" -s "$SIZE_LIST" -d fp32 -o sum
 		-i "$ITERS" -I "$ITERS_LARGE" -x 2 -L "$LINK" -U "$mtu" --csv)
 
 	[ -n "$WINDOW" ] && args+=(-W "$WINDOW")
@@ -288,24 +330,73 @@ run_mpi()
 				$6, $7, $8, ld }' "$log.out" >> "$RAW"
 }
 
+# start_incad N MTU NODE LCORE CONF-ARGS...: one incad in NODE's namespace
+# (agg, aggS, leafK), its log incad_nN_mtuM[_NODE].log.
 start_incad()
 {
-	local conf=$OUT/incad_$NAME.conf i
-	local cargs=(--jobs 1 --nworkers "$1" --max-elems "$ELEMS" --pool-size "$POOL") extra=()
-
-	"$RACK" conf --name "$NAME" "${cargs[@]}" > "$conf" || return 1
+	local n=$1 mtu=$2 node=$3 lcore=$4 conf log i prefix=$NAME extra=()
+	shift 4
+	conf=$OUT/incad_${NAME}_$node.conf
+	log=$OUT/incad_n${n}_mtu$mtu.log
+	if [ "$RACKS" -gt 1 ] || [ -n "$STRIPES" ]; then
+		log=$OUT/incad_n${n}_mtu${mtu}_$node.log
+		prefix=$NAME-$node
+	fi
+	"$RACK" conf --name "$NAME" --max-elems "$ELEMS" --pool-size "$POOL" "$@" > "$conf" ||
+		return 1
 	[ -n "$INCAD_ARGS" ] && read -r -a extra <<< "$INCAD_ARGS"
-	"$RACK" exec --name "$NAME" agg "$INCAD" --no-huge -m 512 --no-pci -l 0 \
-		--file-prefix "$NAME" --log-level lib.eal:error -- -c "$conf" "${extra[@]}" \
-		> "$OUT/incad_n$1_mtu$2.log" 2>&1 &
-	INCAD_PID=$!
+	"$RACK" exec --name "$NAME" "$node" "$INCAD" --no-huge -m 512 --no-pci -l "$lcore" \
+		--file-prefix "$prefix" --log-level lib.eal:error -- -c "$conf" "${extra[@]}" \
+		> "$log" 2>&1 &
+	INCAD_PIDS="$INCAD_PIDS $!"
 	for i in $(seq 100); do
-		grep -q "lcore 0:" "$OUT/incad_n$1_mtu$2.log" 2>/dev/null && return 0
-		kill -0 "$INCAD_PID" 2>/dev/null || break
+		grep -q "lcore $lcore:" "$log" 2>/dev/null && return 0
+		kill -0 "$!" 2>/dev/null || break
 		sleep 0.1
 	done
-	cat "$OUT/incad_n$1_mtu$2.log" >&2
+	cat "$log" >&2
 	return 1
+}
+
+# The incads of one (N, MTU): one, a spine and a leaf per rack, or the
+# stripes' aggregators; spread over the CPUs (each polls its own lcore).
+# Leaves must hold their parent's session before a rank joins them: up
+# to 30 s (a leaf first waits out the spine's evict_ms, docs/incad.md).
+start_incads()
+{
+	local n=$1 mtu=$2 k t ncpu
+	ncpu=$(nproc)
+	if [ "$RACKS" -gt 1 ]; then
+		start_incad "$n" "$mtu" agg $((RACKS % ncpu)) --spine || return 1
+		for ((k = 0; k < RACKS; k++)); do
+			start_incad "$n" "$mtu" "leaf$k" $((k % ncpu)) --leaf "$k" || return 1
+		done
+		for ((k = 0; k < RACKS; k++)); do
+			for ((t = 0; t < 300; t++)); do
+				/usr/bin/python3 "$SRC/tools/incactl" --prefix "$NAME-leaf$k" job 1 \
+					2>/dev/null | grep -q '^parent: .*, up ' && break
+				sleep 0.1
+			done
+			[ "$t" -lt 300 ] || { echo "leaf $k did not join the spine in 30 s" >&2; return 1; }
+		done
+	elif [ -n "$STRIPES" ]; then
+		for ((k = 0; k < NSTRIPES; k++)); do
+			start_incad "$n" "$mtu" "$( [ $k = 0 ] && echo agg || echo "agg$k")" \
+				$((k % ncpu)) --stripe "$k" --nworkers "$n" || return 1
+		done
+	else
+		start_incad "$n" "$mtu" agg 0 --jobs 1 --nworkers "$n" || return 1
+	fi
+}
+
+stop_incads()
+{
+	local p
+	for p in $INCAD_PIDS; do
+		INCAD_PID=$p
+		stop_incad
+	done
+	INCAD_PIDS=
 }
 
 # Medians over runs: one row per (workers, mtu, system, bytes).
@@ -334,20 +425,46 @@ with open(sys.argv[2], 'w') as f:
 EOF
 }
 
+# The title and colour of SYSTEM's line.
+style_of()
+{
+	case $1 in
+	inca) echo 'INCA (incad + libinca)" with linespoints lw 2 pt 7 lc rgb "#1f77b4' ;;
+	inca-s1) echo 'INCA, 1 aggregator" with linespoints lw 2 pt 7 lc rgb "#1f77b4' ;;
+	inca-s2) echo 'INCA, 2 stripes" with linespoints lw 2 pt 5 lc rgb "#2ca02c' ;;
+	inca-s3) echo 'INCA, 3 stripes" with linespoints lw 2 pt 9 lc rgb "#9467bd' ;;
+	inca-s[0-9]) echo "INCA, ${1#inca-s} stripes\" with linespoints lw 2 pt 11 lc rgb \"gray30" ;;
+	ompi-ring) echo 'Open MPI ring" with linespoints lw 2 pt 5 lc rgb "#d62728' ;;
+	ompi-default) echo 'Open MPI default" with linespoints lw 2 pt 9 lc rgb "#ff7f0e' ;;
+	*) echo "$1\" with linespoints lw 2" ;;
+	esac
+}
+
 plot()
 {
 	local n=$1 mtu=$2 png=$OUT/allreduce_n$1_mtu$2.png dat=$OUT/plot_n$1_mtu$2 s
+	local lines="" what="$MODE mode"
 	command -v gnuplot >/dev/null || return 0
 	[ "$LINK" != 0 ] || return 0
-	for s in inca ompi-ring ompi-default; do
+	for s in "${SLIST[@]}"; do
 		awk -F, -v n="$n" -v m="$mtu" -v s="$s" \
 			'$1 == n && $2 == m && $3 == s { print $4, $6 / 1000 }' "$SUMMARY" \
 			> "$dat.$s"
+		lines="$lines, \"$dat.$s\" using 1:2 title \"$(style_of "$s")\""
 	done
+	[ "$RACKS" -gt 1 ] && what="$RACKS racks, uplinks $UPLINK_RATE"
+	if [ -n "$STRIPES" ]; then
+		what="aggregator links $AGG_RATE"
+		# The aggregators' links are the bound: N S / (K A).
+		for s in "${KLIST[@]}"; do
+			lines="$lines, $n * x * 8 / ($s * $(rate_mbit "$AGG_RATE") * 1000.0) title"
+			lines="$lines \"N S / (K A), K = $s\" with lines dt 4 lc rgb \"gray60\""
+		done
+	fi
 	gnuplot <<EOF
 set terminal pngcairo size 760,480 font "sans,10"
 set output "$png"
-set title "fp32 allreduce, $n workers, $RATE links (tc tbf), MTU $mtu, $MODE mode: median of $RUNS runs"
+set title "fp32 allreduce, $n workers, $RATE links (tc tbf), MTU $mtu, $what: median of $RUNS runs"
 set logscale xy
 set xlabel "message size S per worker (bytes)"
 set ylabel "time (ms)"
@@ -358,11 +475,8 @@ set key top left
 set grid
 set xrange [3000:100000000]
 sb(x) = x * 8 / ($LINK * 1000.0)
-plot sb(x) title "S/B (in-network bound)" with lines dt 2 lc rgb "gray40", \
-     2.0 * ($n - 1) / $n * sb(x) title "2(N-1)/N S/B (ring bound)" with lines dt 3 lc rgb "gray20", \
-     "$dat.inca" using 1:2 title "INCA (incad + libinca)" with linespoints lw 2 pt 7 lc rgb "#1f77b4", \
-     "$dat.ompi-ring" using 1:2 title "Open MPI ring" with linespoints lw 2 pt 5 lc rgb "#d62728", \
-     "$dat.ompi-default" using 1:2 title "Open MPI default" with linespoints lw 2 pt 9 lc rgb "#ff7f0e"
+plot sb(x) title "S/B (in-network bound)" with lines dt 2 lc rgb "gray40", \\
+     2.0 * ($n - 1) / $n * sb(x) title "2(N-1)/N S/B (ring bound)" with lines dt 3 lc rgb "gray20"$lines
 EOF
 	rm -f "$dat".*
 	echo "plot: $png"
@@ -395,10 +509,59 @@ for b in sorted({k[0] for k in t}):
 EOF
 }
 
+# Striping: each K's time against K = 1's, measured in the same runs.
+speedup()
+{
+	/usr/bin/python3 - "$SUMMARY" "$1" "$2" <<'EOF'
+import csv, sys
+t = {}
+with open(sys.argv[1]) as f:
+    for r in csv.DictReader(f):
+        if r['workers'] == sys.argv[2] and r['mtu'] == sys.argv[3] and \
+                r['system'].startswith('inca-s'):
+            t[(int(r['bytes']), int(r['system'][6:]))] = float(r['median_us'])
+ks = sorted({k for _, k in t})
+print('# striping: speed-up t(1) / t(K) and its share of K (1.00: in proportion)')
+print('%10s' % 'bytes' + ''.join('%10s %6s' % ('K=%d' % k, 'of K') for k in ks))
+for b in sorted({b for b, _ in t}):
+    line = '%10d' % b
+    for k in ks:
+        if (b, 1) in t and (b, k) in t:
+            x = t[(b, 1)] / t[(b, k)]
+            line += '%10.2f %6.2f' % (x, x / k)
+        else:
+            line += '%10s %6s' % ('-', '-')
+    print(line)
+EOF
+}
+
 IFS=, read -r -a NLIST <<< "$WORKERS"
 IFS=, read -r -a MLIST <<< "$MTUS"
 IFS=, read -r -a SLIST <<< "$SYSTEMS"
+# --stripes: system inca once per K, as inca-sK.
+NSTRIPES=0
+if [ -n "$STRIPES" ]; then
+	IFS=, read -r -a KLIST <<< "$STRIPES"
+	l=()
+	for sys in "${SLIST[@]}"; do
+		if [ "$sys" = inca ]; then
+			for k in "${KLIST[@]}"; do
+				[[ $k =~ ^[1-8]$ ]] || die "--stripes: 1..8 aggregators"
+				l+=("inca-s$k")
+				[ "$k" -le $NSTRIPES ] || NSTRIPES=$k
+			done
+		else
+			l+=("$sys")
+		fi
+	done
+	SLIST=("${l[@]}")
+fi
 status=0
+when()
+{
+	echo "# $1 $(date -u '+%F %T UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+when start
 for n in "${NLIST[@]}"; do
 	for mtu in "${MLIST[@]}"; do
 		# The largest 32-bit payload in one frame: MTU less IPv4, UDP and
@@ -407,9 +570,18 @@ for n in "${NLIST[@]}"; do
 		# Slots: room for any window libinca or --window asks for.
 		POOL=256
 		[ -n "$WINDOW" ] && [ "$WINDOW" -gt "$POOL" ] && POOL=$WINDOW
-		echo "== N=$n MTU=$mtu: rack $NAME, $RATE, $MODE mode, $ELEMS elements per packet"
-		"$RACK" up --name "$NAME" --workers "$n" --rate "$RATE" --mode "$MODE" \
-			--mtu "$mtu" > /dev/null || die "rack up failed"
+		up=(--workers "$n")
+		if [ "$RACKS" -gt 1 ]; then
+			[ $((n % RACKS)) = 0 ] || die "$n workers in $RACKS racks: not a whole number per rack"
+			up=(--racks "$RACKS" --workers $((n / RACKS)) --uplink-rate "$UPLINK_RATE")
+		fi
+		[ -z "$STRIPES" ] || up+=(--aggs "$NSTRIPES")
+		echo "== N=$n MTU=$mtu: rack $NAME, $RATE, $MODE mode, $ELEMS elements per" \
+			"packet${STRIPES:+, $NSTRIPES aggregators at $AGG_RATE}$([ "$RACKS" -gt 1 ] &&
+				echo ", $RACKS racks, uplinks $UPLINK_RATE")"
+		"$RACK" up --name "$NAME" "${up[@]}" --rate "$RATE" --mode "$MODE" \
+			--agg-rate "$AGG_RATE" --mtu "$mtu" > /dev/null || die "rack up failed"
+		eval "$("$RACK" env --name "$NAME" | grep '^RACK_AGGREGATOR=')"
 		# incad's af_packet ring frames hold Ethernet frames of at most
 		# 8286 bytes (docs/rack.md): longer TCP segments would be cut, so
 		# the workers' route caps IP packets at 8272 bytes. INCA's largest
@@ -421,24 +593,28 @@ for n in "${NLIST[@]}"; do
 					mtu 8272 || die "cannot set the route MTU"
 			done
 		fi
-		start_incad "$n" "$mtu" || die "incad did not start"
+		start_incads "$n" "$mtu" || die "incad did not start"
 		for ((run = 1; run <= RUNS; run++)); do
 			for sys in "${SLIST[@]}"; do
 				echo "   run $run/$RUNS: $sys (load $(load1))"
 				case $sys in
-				inca | inca-nogso | inca-xdp) run_inca "$n" "$mtu" "$run" "$sys" || status=1 ;;
+				inca | inca-nogso | inca-xdp | inca-s[0-9]) run_inca "$n" "$mtu" "$run" "$sys" || status=1 ;;
 				ompi-ring | ompi-default) run_mpi "$n" "$mtu" "$run" "$sys" || status=1 ;;
 				*) die "unknown system $sys" ;;
 				esac
 			done
 		done
-		stop_incad
-		grep -E "^(drop|drops) " "$OUT/incad_n${n}_mtu${mtu}.log" | sed 's/^/   incad: /'
+		stop_incads
+		for f in "$OUT/incad_n${n}_mtu${mtu}"*.log; do
+			grep -E "^(drop|drops) " "$f" | sed "s/^/   incad $(basename "$f" .log): /"
+		done
 		summarise
 		table "$n" "$mtu"
+		[ -z "$STRIPES" ] || speedup "$n" "$mtu"
 		plot "$n" "$mtu"
 	done
 done
+when end
 echo "raw: $RAW"
 echo "summary: $SUMMARY"
 exit $status
