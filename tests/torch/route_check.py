@@ -16,6 +16,7 @@ holds, per rank, the errors, the stats and the selector's decisions.
 """
 
 import argparse
+import datetime
 import logging
 import os
 import socket
@@ -101,8 +102,11 @@ def worker(rank, world, port, a):
     os.environ['MASTER_ADDR'] = '127.0.0.1'
     os.environ['MASTER_PORT'] = str(port)
     import inca_torch
-    dist.init_process_group('inca', rank=rank, world_size=world)
-    ref = dist.new_group(backend='gloo') if a.ref else None
+    # A bound on every wait: ranks that took different routes for one call
+    # (a broken selector) fail with gloo's timeout instead of hanging.
+    timeout = datetime.timedelta(seconds=120)
+    dist.init_process_group('inca', rank=rank, world_size=world, timeout=timeout)
+    ref = dist.new_group(backend='gloo', timeout=timeout) if a.ref else None
     errors = []
 
     def note(what, ok):

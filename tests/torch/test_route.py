@@ -99,6 +99,9 @@ def check_auto(outs, world):
         assert s['route_agreements'] == len(o['decisions']), s
         assert o['decisions'] == dec0, 'rank %d decided %s, rank 0 %s' % (
             r, o['decisions'], dec0)
+    # Every decision had measured both routes.
+    for d in dec0:
+        assert d[3] > 0 and d[4] > 0, 'decided without measuring both routes: %s' % (d,)
     for kind, c in classes(world):
         calls = ROUNDS * sum(1 for k, b in CALLS if (k, size_class(b(world))) == (kind, c))
         mine = [d for d in dec0 if (d[0], d[1]) == (kind, c)]
@@ -107,8 +110,8 @@ def check_auto(outs, world):
         # record that call, so the next one comes K calls after it.
         want = [2 * EXPLORE]
         for d in mine:
-            ti, th = d[3], d[4]
-            nxt = d[2] + (reeval_calls(th, ti) if th < ti else reeval_calls(ti, th))
+            ti, th, ta = d[3], d[4], d[5]
+            nxt = d[2] + (reeval_calls(th, ti, ta) if th < ti else reeval_calls(ti, th, ta))
             if nxt > calls - 1:
                 break
             want.append(nxt)
@@ -120,8 +123,8 @@ def slow_route(outs, world, want):
     """Every agreement of the classes of 4 KiB and more went to @want."""
     for d in outs[0]['decisions']:
         if d[1] >= 12:
-            assert d[5] == want, '%s 2^%d decided %s with the other route slow: %s' % (
-                d[0], d[1], d[5], d)
+            assert d[6] == want, '%s 2^%d decided %s with the other route slow: %s' % (
+                d[0], d[1], d[6], d)
     log('decisions:', outs[0]['decisions'])
 
 

@@ -161,8 +161,9 @@ class ProcessGroupInca(ProcessGroup):
     # ---- routes ------------------------------------------------------------
 
     def _agree(self, times):
-        """The selector's agreement: the slowest rank's times, on the
-        delegate group (issued from the caller's thread, in call order)."""
+        """The selector's agreement: the slowest rank's @times (a list of
+        floats), on the delegate group (issued from the caller's thread, in
+        call order)."""
         t = torch.tensor(times, dtype=torch.float64)
         _pg_allreduce(self._gloo, t, _RO.MAX)
         return t.tolist()
@@ -176,7 +177,7 @@ class ProcessGroupInca(ProcessGroup):
         via, call = self._route.route(kind, nbytes)
         fut = inca() if via == INCA else host()
         if call is not None:
-            fut.add_done_callback(lambda f: Selector.done(call))
+            fut.add_done_callback(lambda f: self._route.done(call))
         return fut
 
     @contextlib.contextmanager

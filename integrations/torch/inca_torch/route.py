@@ -14,8 +14,13 @@ constants are the same):
    group, truncated to whole nanoseconds; the host route wins if its time
    is lower (ties stay on INCA);
 3. every later call takes the winner, except call probe = (the agreeing
-   call) + K, K = 50 * (slow - fast) / fast clamped to 64..4096, which
-   takes the other route and is followed by a new agreement.
+   call) + K, which takes the other route and is followed by a new
+   agreement. K = 50 * (slow - fast + A) / fast clamped to 64..4096, A
+   the agreed duration of the class's previous agreement (0 at first):
+   the MPI selector's K without A, since its agreement (one
+   PMPI_Allreduce of two doubles) costs little next to a call, where
+   here it is a gloo collective issued from Python, as costly as a small
+   host call.
 
 Each rank's time of a route: the median of its 3 exploration calls, then
 an EWMA (weight 1/4 for the newest) of samples clamped to 4 times the
@@ -33,6 +38,7 @@ the same route for the same call (docs/torch.md, "Dynamic path
 selection").
 """
 
+import collections
 import logging
 import threading
 import time
@@ -71,30 +77,31 @@ def size_class(nbytes):
     return min(max(int(nbytes), 1).bit_length() - 1, 63)
 
 
-def reeval_calls(lo, hi):
+def reeval_calls(lo, hi, agree=0):
     """Calls from an agreement to the next probe, from the agreed whole
-    nanoseconds @lo of the winner and @hi of the loser: a probe costs hi - lo
-    more than a call of the winner; PROBE_COST * (hi - lo) / lo calls keep
-    that under 2 %."""
-    k = PROBE_COST * (hi - lo) // lo if lo else REEVAL_MAX
+    nanoseconds @lo of the winner, @hi of the loser and @agree of the last
+    agreement: a probe and its agreement cost hi - lo + agree more than a
+    call of the winner; PROBE_COST * (hi - lo + agree) / lo calls keep that
+    under 2 %."""
+    k = PROBE_COST * (hi - lo + agree) // lo if lo else REEVAL_MAX
     return min(max(k, REEVAL), REEVAL_MAX)
 
 
 class _Call:
     """One measured call: its route, issue and completion times."""
-    __slots__ = ('via', 't0', 't1', 'done')
+    __slots__ = ('via', 't0', 't1')
 
     def __init__(self, via):
         self.via = via
-        self.done = threading.Event()
         self.t1 = None
         self.t0 = time.perf_counter_ns()
 
 
 class _Class:
     """The state of one (kind, size class). @seq, @via and @probe are the
-    same on every rank before every call; @ns and @n are this rank's."""
-    __slots__ = ('seq', 'ns', 'n', 'first', 'via', 'probe', 'due', 'open')
+    same on every rank before every call; @ns, @n and @agree_ns are this
+    rank's."""
+    __slots__ = ('seq', 'ns', 'n', 'first', 'via', 'probe', 'due', 'open', 'agree_ns')
 
     def __init__(self):
         self.seq = 0
@@ -103,8 +110,9 @@ class _Class:
         self.first = ([], [])  # the exploration's times of each route
         self.via = INCA
         self.probe = 0
-        self.due = False   # an agreement is owed before call seq
-        self.open = []     # measured calls not folded into ns yet, in call order
+        self.due = False       # an agreement is owed before call seq
+        self.open = collections.deque()  # calls not folded into ns yet, in call order
+        self.agree_ns = 0      # how long the last agreement took here
 
     def route(self):
         if self.seq < 2 * EXPLORE:
@@ -115,12 +123,12 @@ class _Class:
 class Selector:
     """Routes of one process group's eligible collectives.
 
-    @mode: 'inca', 'host' or 'auto'. @agree(times) runs the agreement: an
-    allreduce (MAX) of the list of two floats on a group of every rank,
-    returning the result. @timeout (seconds) bounds the wait for a measured
-    call before an agreement. Not thread-safe for route(): one thread
-    issues a group's collectives, as torch.distributed requires; done() may
-    be called from any thread.
+    @mode: 'inca', 'host' or 'auto'. @agree(values) runs the agreement: an
+    allreduce (MAX) of a list of floats on a group of every rank, returning
+    the result. @timeout (seconds) bounds the wait for a measured call
+    before an agreement. Not thread-safe for route(): one thread issues a
+    group's collectives, as torch.distributed requires; done() may be
+    called from any thread.
     """
 
     def __init__(self, mode, agree, timeout, name=''):
@@ -129,11 +137,13 @@ class Selector:
         self._timeout = timeout
         self._name = name
         self._cls = {}
+        self._cv = threading.Condition()  # calls completing
         self.calls = [0, 0]
         self.agreements = 0
         self.switches = 0
         self.digest = 0
-        self.decisions = []   # (kind, class, call, inca ns, host ns, route)
+        # (kind, class, call, inca ns, host ns, agreement ns, route)
+        self.decisions = []
 
     def route(self, kind, nbytes):
         """The route of the next call of @kind moving @nbytes through INCA:
@@ -145,7 +155,8 @@ class Selector:
             k = self._cls.get(key)
             if k is None:
                 k = self._cls[key] = _Class()
-            self._fold(k, False)
+            if k.open:
+                self._fold(k, False)
             if k.due:
                 self._decide(key, k)
             via = k.route()
@@ -159,25 +170,26 @@ class Selector:
         self.digest = ((self.digest or _FNV_OFFSET) ^ (via + 1)) * _FNV_PRIME & _M64
         return via, call
 
-    @staticmethod
-    def done(call):
+    def done(self, call):
         """@call (from route()) has completed, successfully or not."""
-        if call is not None:
-            call.t1 = time.perf_counter_ns()
-            call.done.set()
+        t1 = time.perf_counter_ns()
+        with self._cv:
+            call.t1 = t1
+            self._cv.notify_all()
 
     def _fold(self, k, wait):
         """Fold the completed calls of @k into its times, in call order (all
         of them if @wait: the agreement needs them)."""
         while k.open:
             c = k.open[0]
-            if not c.done.is_set():
+            if c.t1 is None:
                 if not wait:
                     return
-                if not c.done.wait(self._timeout):
-                    raise RuntimeError('inca: route selection: a call did not complete '
-                                       'within %g s' % self._timeout)
-            k.open.pop(0)
+                with self._cv:
+                    if not self._cv.wait_for(lambda: c.t1 is not None, self._timeout):
+                        raise RuntimeError('inca: route selection: a call did not complete '
+                                           'within %g s' % self._timeout)
+            k.open.popleft()
             ns = c.t1 - c.t0
             # The median of the exploration's calls, then an EWMA (recent
             # load counts) of samples clamped to CLAMP times the estimate:
@@ -195,20 +207,26 @@ class Selector:
 
     def _decide(self, key, k):
         """The agreement owed after call k.seq - 1: every rank decides on
-        the slowest rank's times with the same rule."""
+        the slowest rank's times with the same rule. The duration of the
+        class's previous agreement is agreed too: a gloo collective issued
+        from Python costs about what a small host call does, and the
+        back-off must pay for it."""
         self._fold(k, True)
-        t = self._agree([k.ns[INCA], k.ns[HOST]])
-        ti, th = int(t[INCA]), int(t[HOST])
+        t0 = time.perf_counter_ns()
+        t = self._agree([k.ns[INCA], k.ns[HOST], float(k.agree_ns)])
+        k.agree_ns = time.perf_counter_ns() - t0
+        ti, th, ta = int(t[INCA]), int(t[HOST]), int(t[2])
         prev = k.via
         k.via = HOST if th < ti else INCA
-        k.probe = k.seq - 1 + (reeval_calls(th, ti) if th < ti else reeval_calls(ti, th))
+        k.probe = k.seq - 1 + (reeval_calls(th, ti, ta) if th < ti else
+                               reeval_calls(ti, th, ta))
         k.due = False
         self.agreements += 1
         if k.seq > 2 * EXPLORE and prev != k.via:
             self.switches += 1
-        self.decisions.append((key[0], key[1], k.seq, ti, th, VIAS[k.via]))
-        log.info('route: %s%s class 2^%d call %d inca %d ns host %d ns -> %s', self._name,
-                 key[0], key[1], k.seq, ti, th, VIAS[k.via])
+        self.decisions.append((key[0], key[1], k.seq, ti, th, ta, VIAS[k.via]))
+        log.info('route: %s%s class 2^%d call %d inca %d ns host %d ns agreement %d ns -> %s',
+                 self._name, key[0], key[1], k.seq, ti, th, ta, VIAS[k.via])
 
     def stats(self):
         """The counters: calls per route, agreements, switches, digest (an
