@@ -49,9 +49,11 @@ static int order_rotate;
  * each side follows each other side 3 times and never itself. The call
  * after an inca_allreduce inherits the ranks' skew and cold caches that
  * libinca's path leaves behind; with (i + k) mod 3, MPI_Allreduce followed
- * inca_allreduce in 2 of 3 rounds and PMPI_Allreduce in 1, which alone
- * made MPI_Allreduce pinned to PMPI look 10 to 15 % slower than
- * PMPI_Allreduce below 16 KiB (docs/benchmarks.md).
+ * inca_allreduce in 2 of 3 rounds and PMPI_Allreduce in 1, which made
+ * MPI_Allreduce pinned to PMPI look 12 % (3 to 24 %) slower than
+ * PMPI_Allreduce below 16 KiB; in this order the same runs give 1 %
+ * (-12 to +7 %), the interposer's own path costing about 0.1 us a call
+ * (docs/benchmarks.md, "The interposer's overhead").
  */
 static const int balanced3[18] = { 0, 1, 2, 0, 2, 1, 2, 1, 0, 1, 0, 2, 1, 2, 0, 2, 0, 1 };
 

@@ -87,7 +87,7 @@ sleep 0.5
 echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)," \
 	"$(nproc) CPUs; incad: $INCAD; rack $NAME, rate $RATE"
 ip netns exec "$NAME-w0" env INCA_LIB="$LIBINCA" INCA_AGGREGATOR=10.77.0.1 INCA_JOB=1 \
-	INCA_TOKEN=0x494e4341 INCA_TORCH_ROUTE=auto OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=lo \
+	INCA_TOKEN=0x494e4341 INCA_TORCH_ROUTE="${INCA_TORCH_ROUTE:-auto}" OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=lo \
 	/usr/bin/python3 "$HERE/torch_route_bench.py" --world "$NP" --runs "$RUNS" \
 	--min-time "$MIN_TIME" ${SIZES:+--sizes "$SIZES"}
 rc=$?

@@ -22,6 +22,7 @@ their collectives differently).
 
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import pickle
@@ -83,6 +84,17 @@ def _movable(tensors):
             and t.is_contiguous() and t.dim() > 0 else t for t in tensors]
 
 
+def _agree_on(group, times):
+    """The selector's agreement: the slowest rank's @times (a list of
+    floats), on @group, the delegate gloo group (issued from the caller's
+    thread, in call order). A function of the group, not a method: the
+    selector must not hold the ProcessGroup in a reference cycle, which
+    would leave its gloo groups to the garbage collector at exit."""
+    t = torch.tensor(times, dtype=torch.float64)
+    _pg_allreduce(group, t, _RO.MAX)
+    return t.tolist()
+
+
 def _plain(t):
     return t.device.type == 'cpu' and t.is_contiguous() and not t.is_sparse \
         and t.dim() > 0 and not t.is_complex()
@@ -128,7 +140,8 @@ class ProcessGroupInca(ProcessGroup):
         else:
             store.wait(['inca/conf'], timeout)
             conf, route = pickle.loads(store.get('inca/conf'))
-        self._route = Selector(parse_mode(route), self._agree, timeout.total_seconds(),
+        self._route = Selector(parse_mode(route), functools.partial(_agree_on, self._gloo),
+                               timeout.total_seconds(),
                                'job %d ' % conf['job'] if conf else '')
         self._force = None
         self.state = IncaState.for_group(conf, rank, size, fb,
@@ -159,14 +172,6 @@ class ProcessGroupInca(ProcessGroup):
         return self._gloo.allreduce(tensors, opts).get_future().then(div)
 
     # ---- routes ------------------------------------------------------------
-
-    def _agree(self, times):
-        """The selector's agreement: the slowest rank's @times (a list of
-        floats), on the delegate group (issued from the caller's thread, in
-        call order)."""
-        t = torch.tensor(times, dtype=torch.float64)
-        _pg_allreduce(self._gloo, t, _RO.MAX)
-        return t.tolist()
 
     def _routed(self, kind, nbytes, inca, host):
         """The Future of an eligible collective of @kind moving @nbytes
