@@ -103,6 +103,11 @@ def worker(rank, world, port, a):
                 'inca' if m[0] < m[1] else 'host', s1['route_inca'] - s0['route_inca'],
                 s1['route_host'] - s0['route_host']), flush=True)
     s = inca_torch.stats()
+    if rank == 0:
+        # The agreements, to tell a size's figure from its decisions.
+        for d in pg.route_decisions():
+            print('# decision: %s 2^%d call %d inca %.3f ms host %.3f ms agreement %.3f ms '
+                  '-> %s' % (d[0], d[1], d[2], d[3] / 1e6, d[4] / 1e6, d[5] / 1e6, d[6]))
     if rank == 0 and (s.get('fallback_collectives') or s.get('in_fallback')):
         print('# warning: libinca used its fallback: the INCA figures are not INCA\'s')
     inca_torch.shutdown()

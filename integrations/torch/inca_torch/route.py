@@ -16,7 +16,8 @@ constants are the same):
 3. every later call takes the winner, except call probe = (the agreeing
    call) + K, which takes the other route and is followed by a new
    agreement. K = 50 * (slow - fast + A) / fast clamped to 64..4096, A
-   the agreed duration of the class's previous agreement (0 at first):
+   the agreed duration of the class's previous agreement (0 at first, at
+   most slow):
    the MPI selector's K without A, since its agreement (one
    PMPI_Allreduce of two doubles) costs little next to a call, where
    here it is a gloo collective issued from Python, as costly as a small
@@ -82,7 +83,11 @@ def reeval_calls(lo, hi, agree=0):
     nanoseconds @lo of the winner, @hi of the loser and @agree of the last
     agreement: a probe and its agreement cost hi - lo + agree more than a
     call of the winner; PROBE_COST * (hi - lo + agree) / lo calls keep that
-    under 2 %."""
+    under 2 %. @agree counts at most @hi (the agreement is a host
+    collective of 24 bytes, no dearer than a call of either route unless
+    the host stalled it): one slow agreement must not put off the next
+    probe, which is what corrects a wrong decision."""
+    agree = min(agree, hi)
     k = PROBE_COST * (hi - lo + agree) // lo if lo else REEVAL_MAX
     return min(max(k, REEVAL), REEVAL_MAX)
 
