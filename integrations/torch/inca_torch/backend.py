@@ -182,7 +182,8 @@ class ProcessGroupInca(ProcessGroup):
         via, call = self._route.route(kind, nbytes)
         fut = inca() if via == INCA else host()
         if call is not None:
-            fut.add_done_callback(lambda f: self._route.done(call))
+            done = self._route.done
+            fut.add_done_callback(lambda f: done(call))
         return fut
 
     @contextlib.contextmanager
