@@ -17,14 +17,15 @@
  * rank (the most robust to load spikes on a shared machine).
  *
  * With --routes it compares INCA_MPI_ROUTE=auto with both routes measured
- * alone in the same run: a run is a number of triples of calls, the order
- * rotating, of inca_allreduce (job J + 1: the INCA route), PMPI_Allreduce
+ * alone in the same run: a run is a number of triples of calls, in a
+ * carry-over balanced order (balanced3), of inca_allreduce (job J + 1: the INCA route), PMPI_Allreduce
  * (the host route) and MPI_Allreduce through the interposer (run it with
  * INCA_MPI_ROUTE=auto). Before timing a size it makes 8 MPI_Allreduce calls,
  * the selector's exploration; its later probes are timed. It prints the
  * median time per call of each and auto / min(inca, host).
  *
  *   bench_mpi [--sizes BYTES,...] [--runs R] [--min-time SEC] [--routes]
+ *             [--order rotate|balanced]
  */
 
 #define _GNU_SOURCE
@@ -39,6 +40,22 @@
 #include <inca/inca.h>
 
 static int rank, size;
+
+/* --order rotate: the triples' order of earlier versions, (i + k) mod 3. */
+static int order_rotate;
+
+/*
+ * The order of the three sides of --routes: a cycle of 18 calls in which
+ * each side follows each other side 3 times and never itself. The call
+ * after an inca_allreduce inherits the ranks' skew and cold caches that
+ * libinca's path leaves behind; with (i + k) mod 3, MPI_Allreduce followed
+ * inca_allreduce in 2 of 3 rounds and PMPI_Allreduce in 1, which made
+ * MPI_Allreduce pinned to PMPI look 12 % (3 to 24 %) slower than
+ * PMPI_Allreduce below 16 KiB; in this order the same runs give 1 %
+ * (-12 to +7 %), the interposer's own path costing about 0.1 us a call
+ * (docs/benchmarks.md, "The interposer's overhead").
+ */
+static const int balanced3[18] = { 0, 1, 2, 0, 2, 1, 2, 1, 0, 1, 0, 2, 1, 2, 0, 2, 0, 1 };
 
 static double
 now_s(void)
@@ -88,8 +105,9 @@ one_call(struct inca_comm *direct, int side, const float *in, float *out, int co
 
 /*
  * One run: @iters rounds of one call of each of the first @nsides sides back
- * to back (the order rotating), so that all sides see the same load at the
- * scale of one call. t[side] receives the seconds per call of each side,
+ * to back, so that all sides see the same load at the scale of one call: two
+ * sides alternate their order, three follow balanced3 (or rotate with
+ * --order rotate). t[side] receives the seconds per call of each side,
  * the slowest rank's; @pair (if not NULL) this rank's mpi / direct ratio of
  * each round.
  */
@@ -106,6 +124,9 @@ run(struct inca_comm *direct, const float *in, float *out, int count, int iters,
 	for (i = 0; i < iters; i++) {
 		for (k = 0; k < nsides; k++) {
 			int side = (i + k) % nsides;
+
+			if (nsides == 3 && !order_rotate)
+				side = balanced3[(i % 6) * 3 + k];
 
 			t0 = now_s();
 			one_call(direct, side, in, out, count);
@@ -147,7 +168,7 @@ routes(struct inca_comm *direct, const float *in, float *out, int count, int run
 	}
 	best = m[SIDE_DIRECT] < m[SIDE_PMPI] ? m[SIDE_DIRECT] : m[SIDE_PMPI];
 	if (rank == 0)
-		printf("  %10ld %6d %10.3f %10.3f %10.3f %8.3f %5s\n", (long)count * 4, iters,
+		printf("  %10ld %6d %10.4f %10.4f %10.4f %8.3f %5s\n", (long)count * 4, iters,
 		       m[SIDE_DIRECT] * 1e3, m[SIDE_PMPI] * 1e3, m[SIDE_MPI] * 1e3,
 		       m[SIDE_MPI] / best, m[SIDE_DIRECT] < m[SIDE_PMPI] ? "inca" : "host");
 }
@@ -179,10 +200,13 @@ main(int argc, char **argv)
 			min_time = atof(argv[++i]);
 		else if (strcmp(argv[i], "--routes") == 0)
 			route_mode = 1;
+		else if (strcmp(argv[i], "--order") == 0 && i + 1 < argc &&
+			 (strcmp(argv[i + 1], "rotate") == 0 || strcmp(argv[i + 1], "balanced") == 0))
+			order_rotate = strcmp(argv[++i], "rotate") == 0;
 		else {
 			if (rank == 0)
 				fprintf(stderr, "usage: bench_mpi [--sizes B,...] [--runs R] "
-						"[--min-time SEC] [--routes]\n");
+						"[--min-time SEC] [--routes] [--order rotate|balanced]\n");
 			MPI_Finalize();
 			return 2;
 		}
@@ -229,9 +253,10 @@ main(int argc, char **argv)
 	list = strdup(sizes_arg);
 	if (rank == 0 && route_mode)
 		printf("# bench_mpi --routes: %d ranks, %d runs of triples of calls, the order "
-		       "rotating; medians over runs\n# of the slowest rank's time per call; "
+		       "%s; medians over runs\n# of the slowest rank's time per call; "
 		       "auto/best = auto / min(inca, host)\n"
-		       "# %10s %6s %10s %10s %10s %8s %5s\n", size, runs, "bytes", "iters",
+		       "# %10s %6s %10s %10s %10s %8s %5s\n", size, runs,
+		       order_rotate ? "rotating" : "carry-over balanced", "bytes", "iters",
 		       "inca ms", "host ms", "auto ms", "auto/best", "best");
 	else if (rank == 0)
 		printf("# bench_mpi: %d ranks, %d runs of pairs of calls (mpi, direct), the "

@@ -7,6 +7,7 @@
 #
 #   tools/bench/bench_mpi.sh [--build DIR] [--np N] [--runs R] [--sizes B,B,...]
 #                            [--rate RATE] [--min-time SEC] [--spread] [--routes]
+#                            [--order rotate|balanced]
 #
 # Method. A rack (tools/rack) of one worker namespace in aggregator mode,
 # incad in the agg namespace with two static jobs of N workers. One mpirun
@@ -30,7 +31,11 @@
 # calls, job 2's inca_allreduce (the INCA route alone), PMPI_Allreduce (the
 # host route alone) and MPI_Allreduce (auto, unless BENCH_ENV sets
 # INCA_MPI_ROUTE); default sizes 4 B .. 64 MiB in
-# powers of 4. It prints auto / min(inca, host) per size.
+# powers of 4. It prints auto / min(inca, host) per size. The triples
+# follow a carry-over balanced order (each side after each other side
+# equally often); --order rotate takes the (i + k) mod 3 rotation of
+# earlier versions, which let MPI_Allreduce follow inca_allreduce twice as
+# often as PMPI_Allreduce (docs/benchmarks.md, "The interposer's overhead").
 # BENCH_ENV adds mpirun options (without --spread), e.g.
 # BENCH_ENV='-x INCA_MPI_KEEPALIVE=0'.
 
@@ -46,6 +51,7 @@ RATE=0
 MIN_TIME=0.5
 SPREAD=0
 ROUTES=
+ORDER=balanced
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -57,6 +63,7 @@ while [ $# -gt 0 ]; do
 	--min-time) MIN_TIME=$2; shift 2 ;;
 	--spread) SPREAD=1; shift ;;
 	--routes) ROUTES=--routes; shift ;;
+	--order) ORDER=$2; shift 2 ;;
 	*) sed -n 's/^#   //p' "$0" >&2; exit 2 ;;
 	esac
 done
@@ -130,7 +137,7 @@ if [ "$SPREAD" = 1 ]; then
 		APPS+=(-np 1 ip netns exec "$NAME-w$i" env LD_PRELOAD="$PRELOAD" INCA_JOB=1
 			INCA_AGGREGATOR=10.77.0.1 INCA_BENCH_JOB=2 INCA_TOKEN=0x494e4341
 			INCA_MPI_ROUTE=${ROUTES:+auto} "$BENCH" --sizes "$SIZES" --runs "$RUNS"
-			--min-time "$MIN_TIME" $ROUTES)
+			--min-time "$MIN_TIME" $ROUTES --order "$ORDER")
 	done
 	# shellcheck disable=SC2086
 	PMIX_MCA_ptl_tcp_if_include=br0 ip netns exec "$NAME-tor" mpirun --allow-run-as-root \
@@ -141,5 +148,5 @@ else
 	ip netns exec "$NAME-w0" mpirun --allow-run-as-root --oversubscribe -np "$NP" \
 		"${MCA[@]}" --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
 		-x LD_PRELOAD="$PRELOAD" "${ENVS[@]}" ${BENCH_ENV:-} \
-		"$BENCH" --sizes "$SIZES" --runs "$RUNS" --min-time "$MIN_TIME" $ROUTES
+		"$BENCH" --sizes "$SIZES" --runs "$RUNS" --min-time "$MIN_TIME" $ROUTES --order "$ORDER"
 fi

@@ -21,7 +21,10 @@ their collectives differently).
 """
 
 import atexit
+import contextlib
+import functools
 import logging
+import os
 import pickle
 import threading
 import weakref
@@ -32,7 +35,8 @@ from torch._C import _distributed_c10d as C
 from torch._C._distributed_c10d import ProcessGroup, _create_work_from_future
 
 from . import _libinca as L
-from .hook import IncaState, read_conf
+from .hook import IncaState, _pg_allreduce, read_conf
+from .route import HOST, INCA, Selector, parse_mode
 
 log = logging.getLogger('inca_torch')
 
@@ -80,6 +84,17 @@ def _movable(tensors):
             and t.is_contiguous() and t.dim() > 0 else t for t in tensors]
 
 
+def _agree_on(group, times):
+    """The selector's agreement: the slowest rank's @times (a list of
+    floats), on @group, the delegate gloo group (issued from the caller's
+    thread, in call order). A function of the group, not a method: the
+    selector must not hold the ProcessGroup in a reference cycle, which
+    would leave its gloo groups to the garbage collector at exit."""
+    t = torch.tensor(times, dtype=torch.float64)
+    _pg_allreduce(group, t, _RO.MAX)
+    return t.tolist()
+
+
 def _plain(t):
     return t.device.type == 'cpu' and t.is_contiguous() and not t.is_sparse \
         and t.dim() > 0 and not t.is_complex()
@@ -97,6 +112,12 @@ class ProcessGroupInca(ProcessGroup):
     each rank keeps its part); barrier. Everything else, and everything
     when the job is absent, goes to the inner gloo group; when incad fails
     mid-run, libinca finishes the collectives through gloo itself.
+
+    INCA_TORCH_ROUTE (rank 0's): 'inca' (default) sends every call INCA can
+    do through libinca; 'host' sends the same calls to the inner gloo group
+    instead; 'auto' measures both routes per kind (allreduce, with reduce
+    and reduce_scatter; broadcast; all_gather) and size class and takes
+    the faster (route.py). barrier always takes both.
     """
 
     def __init__(self, store, rank, size, timeout):
@@ -108,15 +129,21 @@ class ProcessGroupInca(ProcessGroup):
                                            timeout)
         fb = dist.ProcessGroupGloo(dist.PrefixStore('inca/fallback', store), rank, size,
                                    timeout)
-        # Rank 0 reads the job and publishes it in the group's store, so
-        # every rank uses rank 0's parameters (or none).
+        # Rank 0 reads the job and the route mode and publishes them in
+        # the group's store, so every rank uses rank 0's parameters (or
+        # none), and a bad INCA_TORCH_ROUTE fails every rank alike.
         if rank == 0:
             with _lock:
                 conf = read_conf() if _job_owner is None else None
-            store.set('inca/conf', pickle.dumps(conf))
+            route = os.environ.get('INCA_TORCH_ROUTE', '')
+            store.set('inca/conf', pickle.dumps((conf, route)))
         else:
             store.wait(['inca/conf'], timeout)
-            conf = pickle.loads(store.get('inca/conf'))
+            conf, route = pickle.loads(store.get('inca/conf'))
+        self._route = Selector(parse_mode(route), functools.partial(_agree_on, self._gloo),
+                               timeout.total_seconds(),
+                               'job %d ' % conf['job'] if conf else '')
+        self._force = None
         self.state = IncaState.for_group(conf, rank, size, fb,
                                          dist.PrefixStore('inca/oob', store))
         if self.state.comm is not None:
@@ -144,9 +171,38 @@ class ProcessGroupInca(ProcessGroup):
             return tensors
         return self._gloo.allreduce(tensors, opts).get_future().then(div)
 
+    # ---- routes ------------------------------------------------------------
+
+    def _routed(self, kind, nbytes, inca, host):
+        """The Future of an eligible collective of @kind moving @nbytes
+        through INCA: inca() or host() (each returning a Future), as the
+        selector routes it; the call's time is measured for it."""
+        if self._force is not None:
+            return inca() if self._force == INCA else host()
+        via, call = self._route.route(kind, nbytes)
+        fut = inca() if via == INCA else host()
+        if call is not None:
+            done = self._route.done
+            fut.add_done_callback(lambda f: done(call))
+        return fut
+
+    @contextlib.contextmanager
+    def forced_route(self, via):
+        """For benchmarks: every eligible call issued inside goes to @via
+        ('inca' or 'host'), bypassing the selector (neither measured nor
+        counted by it). Every rank must force the same calls."""
+        self._force = {'inca': INCA, 'host': HOST}[via]
+        try:
+            yield
+        finally:
+            self._force = None
+
+    # ---- collectives --------------------------------------------------------
+
     def _allreduce_fut(self, t, op, post=None):
-        """A Future of allreduce(@t, @op) in place, through INCA when it
-        can, else gloo; post(t) runs on success. None: op unknown to both."""
+        """A Future of allreduce(@t, @op) in place, through INCA or gloo
+        as the selector routes it when INCA can do it, else gloo; post(t)
+        runs on success. None: op unknown to both."""
         io = _inca_op(op)
         st = self.state
         if io is not None and st.supports(t) and _plain(t) and \
@@ -158,8 +214,14 @@ class ProcessGroupInca(ProcessGroup):
                 if avg:
                     x.div_(size)
                 return post(x) if post is not None else [x]
-            return st.submit(t, inca_op, fin)
+            return self._routed('allreduce', t.numel() * t.element_size(),
+                                lambda: st.submit(t, inca_op, fin),
+                                lambda: self._gloo_allreduce_fut(t, op, io, post))
         st.calls['gloo'] += 1
+        return self._gloo_allreduce_fut(t, op, io, post)
+
+    def _gloo_allreduce_fut(self, t, op, io, post):
+        """allreduce(@t, @op) through the inner gloo group."""
         if t.dtype in (torch.float16, torch.bfloat16) and _plain(t) and \
                 (op == _RO.AVG or io is not None):
             # gloo of 1.13 has no bf16 and sums fp16 in fp16: as INCA
@@ -226,7 +288,11 @@ class ProcessGroupInca(ProcessGroup):
             if self._rank != root:
                 tb.copy_(u8[:n])
             return [t]
-        return _work(self._raw_sum(n, fill, post))
+
+        def host():
+            w = self._gloo.broadcast(_movable(tensors), opts or C.BroadcastOptions())
+            return w.get_future().then(lambda f: (f.value(), tensors)[1])
+        return _work(self._routed('broadcast', n, lambda: self._raw_sum(n, fill, post), host))
 
     def _raw_ok(self, t):
         return self.state.comm is not None and not self.state._closed and _plain(t)
@@ -260,23 +326,36 @@ class ProcessGroupInca(ProcessGroup):
             for r, o in enumerate(outs):
                 _bytes(o).copy_(u8[r * block:(r + 1) * block])
             return output_tensors
-        return _work(self._gather_bytes(t, post, block))
+
+        def host():
+            w = self._gloo.allgather([_movable(o) for o in output_tensors],
+                                     _movable(input_tensors), opts or C.AllgatherOptions())
+            return w.get_future().then(lambda f: (f.value(), output_tensors)[1])
+        return _work(self._routed('allgather', block * self._size,
+                                  lambda: self._gather_bytes(t, post, block), host))
+
+    def _gloo_allgather_base(self, output, input, opts):
+        # gloo of 1.13 has no _allgather_base: its allgather into views of
+        # the output's blocks.
+        return self._gloo.allgather([_movable(output.reshape(-1).chunk(self._size))],
+                                    _movable([input.reshape(-1)]), opts or C.AllgatherOptions())
 
     def _allgather_base(self, output, input, opts=None):
         if not (self._raw_ok(input) and _plain(output) and output.dtype == input.dtype and
                 output.numel() == input.numel() * self._size):
             self.state.calls['gloo'] += 1
-            # gloo of 1.13 has no _allgather_base: its allgather into views
-            # of the output's blocks.
-            return self._gloo.allgather(
-                [_movable(output.reshape(-1).chunk(self._size))],
-                _movable([input.reshape(-1)]), opts or C.AllgatherOptions())
+            return self._gloo_allgather_base(output, input, opts)
         block = _bytes(input).numel()
 
         def post(u8):
             _bytes(output).copy_(u8[:block * self._size])
             return [output]
-        return _work(self._gather_bytes(input, post, block))
+
+        def host():
+            fut = self._gloo_allgather_base(output, input, opts).get_future()
+            return fut.then(lambda f: (f.value(), [output])[1])
+        return _work(self._routed('allgather', block * self._size,
+                                  lambda: self._gather_bytes(input, post, block), host))
 
     def reduce(self, tensors, opts=None):
         if isinstance(tensors, torch.Tensor):
@@ -347,7 +426,18 @@ class ProcessGroupInca(ProcessGroup):
                 _job_owner = None
 
     def stats(self):
-        return self.state.stats()
+        """IncaState.stats() and the selector's counters (route_mode,
+        route_inca, route_host, route_agreements, route_switches,
+        route_digest)."""
+        out = self.state.stats()
+        out.update(self._route.stats())
+        return out
+
+    def route_decisions(self):
+        """The selector's agreements so far, in order: (kind, size class,
+        call, agreed INCA ns, agreed host ns, route), the same on every
+        rank."""
+        return list(self._route.decisions)
 
 
 def _delegate(name):

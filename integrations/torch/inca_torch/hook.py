@@ -406,6 +406,7 @@ class IncaState:
         out.update({n: raw[i] for i, n in enumerate(names)})
         out['in_fallback'] = info.in_fallback
         out['float_native'] = info.float_native
+        out['window'] = info.window
         return out
 
     def close(self):
