@@ -41,7 +41,7 @@
  */
 #define RESULT_CHAIN_MIN 2048
 #define RING_BURST 64
-/* How often the I/O lcore looks for silent members. */
+/* How often the I/O lcore runs its timer hooks (uplinks, statistics, arbitration). */
 #define TIMER_MS 10
 /* First adaptive sleep; later ones double up to the configured maximum. */
 #define FIRST_SLEEP_US 8
@@ -810,7 +810,10 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 	case INCA_MSG_JOIN:
 	case INCA_MSG_LEAVE:
 	case INCA_MSG_HEARTBEAT:
-		incad_ctrl_handle(lc, m);
+		/* The per-source meter here, so that a flood is dropped before
+		 * the ring; the rest on the control thread (ctrl_thread.c). */
+		if (incad_ctrl_admit(lc, m))
+			incad_ctrl_enqueue(lc, m);
 		return;
 	default:
 		incad_drop_mbuf(lc, m, INCAD_DROP_UNEXPECTED_MSG);
@@ -993,12 +996,12 @@ io_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, uint64_t 
 	incad_drop_mbuf(lc, m, INCAD_DROP_UNHANDLED);
 }
 
-/* Frames the other lcores produced: send them from here. */
+/* Frames the other lcores and the control thread produced: send them from here. */
 static unsigned int
 io_drain_tx_rings(struct incad_lcore *lc)
 {
 	struct rte_mbuf *b[RING_BURST];
-	unsigned int i, k, n, total = 0;
+	unsigned int i, k, n, total = incad_ctrl_drain_tx(lc);
 
 	for (i = 1; i < incad.nlcores; i++) {
 		n = rte_ring_sc_dequeue_burst(incad.lcores[i].tx_ring, (void **)b, RING_BURST,
@@ -1093,6 +1096,7 @@ io_loop(struct incad_lcore *lc)
 			work += n;
 		}
 		work += io_drain_tx_rings(lc);
+		incad_ctrl_kick(lc);
 		free_flush(lc);
 		incad_tx_flush_io(lc);
 		if (now >= next_timer) {
@@ -1135,7 +1139,7 @@ incad_lcore_main(void *arg)
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	lc->sleep_us = FIRST_SLEEP_US;
 	INCAD_LOG(dp, INFO, "lcore %u: %s", rte_lcore_id(),
-		  lc->idx == 0 ? "I/O, control and aggregation" : "aggregation");
+		  lc->idx == 0 ? "I/O and aggregation" : "aggregation");
 	rte_rcu_qsbr_thread_online(incad.qs, lc->idx);
 	if (lc->idx == 0)
 		io_loop(lc);
@@ -1146,6 +1150,7 @@ incad_lcore_main(void *arg)
 	if (lc->idx != 0) {
 		incad_tx_flush_lcore(lc);
 	} else {
+		incad_ctrl_quiesce(lc);
 		incad_uplink_stop(lc);
 		incad_tx_flush_io(lc);
 	}

@@ -15,8 +15,9 @@
 
 /*
  * Queue @m for transmission on port index @port. Takes ownership of @m:
- * the I/O lcore buffers it per port, other lcores pass it back through
- * their tx ring; a frame that cannot be queued is freed and counted.
+ * the I/O lcore buffers it per port, other lcores and the control thread
+ * pass it back through their tx ring; a frame that cannot be queued is
+ * freed and counted.
  */
 void incad_tx(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t port);
 
@@ -96,7 +97,10 @@ void incad_reply_hdr(const struct inca_msg *req, uint8_t type, uint16_t reason,
 
 /* Send what the I/O lcore buffered on every port. */
 void incad_tx_flush_io(struct incad_lcore *lc);
-/* Pass what an aggregation lcore buffered to its tx ring. */
-void incad_tx_flush_lcore(struct incad_lcore *lc);
+/*
+ * Pass what an aggregation lcore (or the control thread) buffered to its
+ * tx ring; returns how many frames went in (the rest: TX_RING_FULL).
+ */
+unsigned int incad_tx_flush_lcore(struct incad_lcore *lc);
 
 #endif /* INCAD_TX_H */
