@@ -989,8 +989,13 @@ ctrl_hello(struct incad_lcore *lc, struct rte_mbuf *m)
 	reply(lc, m, INCA_MSG_CAPS, 0, &c);
 }
 
-void
-incad_ctrl_bad_version(struct incad_lcore *lc, struct rte_mbuf *m)
+
+/*
+ * Answer a HELLO or JOIN of another protocol version (decoded with the v1
+ * layout) with NACK BAD_VERSION and incad's capabilities. Takes @m.
+ */
+static void
+ctrl_bad_version(struct incad_lcore *lc, struct rte_mbuf *m)
 {
 	lc->st.cnt[INCAD_CNT_CTRL_RX]++;
 	if (incad_meta(m)->msg.type == INCA_MSG_HELLO)
@@ -1065,6 +1070,10 @@ incad_ctrl_handle(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 {
 	uint8_t type = incad_meta(m)->msg.type;
 
+	if (incad_meta(m)->msg.version != INCA_PROTO_VERSION) {
+		ctrl_bad_version(lc, m);
+		return;
+	}
 	lc->st.cnt[INCAD_CNT_CTRL_RX]++;
 	switch (type) {
 	case INCA_MSG_HELLO:

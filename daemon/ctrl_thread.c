@@ -24,7 +24,10 @@
  * on the rx ring, then to the control thread, which answers in it or
  * frees it; answers are new mbufs the thread owns until it enqueues them
  * on its tx ring, from which the I/O lcore takes them and transmits them
- * (incad_tx(), as the other lcores' frames). What a ring holds at
+ * (incad_tx(), as the other lcores' frames). A data message diverted
+ * behind its job's JOIN or LEAVE (ctrl.h, "Order per job") goes the same
+ * way in and comes back untouched on the tx ring, in order with the
+ * answers, owned again by the I/O lcore from then. What a ring holds at
  * shutdown is freed and counted SHUTDOWN.
  */
 #include <errno.h>
@@ -43,7 +46,6 @@
 #include "uplink.h"
 
 #define CTRL_BURST 32
-#define TX_DRAIN 64
 /* The eviction timer's period, as on the I/O lcore before. */
 #define TIMER_MS 10
 /* A stall of the test hook sleeps in steps this long, watching incad.quit. */
@@ -56,9 +58,17 @@ static uint32_t asleep;   /* the thread is going to block on efd */
 static uint32_t stalled;  /* the test hook holds the thread */
 static bool queued;       /* I/O lcore: queued since its last kick */
 static uint32_t stop;     /* incad_ctrl_thread_stop(): end the loop */
-static uint64_t answered; /* messages handled whose answers are in the tx ring */
-/* At shutdown the I/O lcore waits this long at most for the last answers. */
-#define QUIESCE_MS 1000
+/* A full tx ring is waited for this long (the I/O lcore drains it every loop). */
+#define TX_WAIT_US 10000
+
+struct incad_ctrl_fence incad_fences[65536];
+uint64_t incad_ctrl_done;
+struct incad_ctrl_io incad_ctrl_io;
+static uint64_t back_done;  /* written by the I/O lcore: diverted data handled */
+static uint64_t last_back;  /* the control thread's: last diverted data passed back */
+static uint64_t handled;    /* the control thread's: last message it finished */
+/* How long a control message waits at most for the data before it. */
+#define BACK_DONE_WAIT_US 100000
 
 static void
 efd_signal(void)
@@ -70,15 +80,131 @@ efd_signal(void)
 		return;
 }
 
+/* Queue @m with the next sequence number; 0 when the ring was full. */
+static uint64_t
+enqueue(struct incad_lcore *lc, struct rte_mbuf *m)
+{
+	uint64_t seq = incad_ctrl_io.seq + 1;
+
+	incad_meta(m)->ctrl_seq = seq;
+	if (rte_ring_sp_enqueue(incad.ctrl->rx_ring, m) != 0) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_RING_FULL);
+		return 0;
+	}
+	incad_ctrl_io.seq = seq;
+	queued = true;
+	return seq;
+}
+
 void
 incad_ctrl_enqueue(struct incad_lcore *lc, struct rte_mbuf *m)
 {
-	if (rte_ring_sp_enqueue(incad.ctrl->rx_ring, m) != 0) {
-		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_RING_FULL);
+	const struct inca_msg *msg = &incad_meta(m)->msg;
+	uint8_t type = msg->type;
+	uint16_t job = msg->job;
+	uint64_t seq = enqueue(lc, m);
+
+	if (seq == 0)
 		return;
-	}
 	lc->st.cnt[INCAD_CNT_CTRL_QUEUED]++;
-	queued = true;
+	/* Those that change what the job's data messages see. */
+	if (type == INCA_MSG_JOIN || type == INCA_MSG_LEAVE)
+		incad_fences[job].ctrl = seq;
+}
+
+void
+incad_ctrl_divert(struct incad_lcore *lc, struct rte_mbuf *m)
+{
+	uint16_t job = incad_meta(m)->msg.job;
+	uint64_t seq = enqueue(lc, m);
+
+	if (seq == 0)
+		return;
+	lc->st.cnt[INCAD_CNT_CTRL_DIVERTED]++;
+	incad_fences[job].data = seq;
+}
+
+unsigned int
+incad_ctrl_back(struct rte_mbuf **b, unsigned int n)
+{
+	unsigned int i;
+
+	n = rte_ring_sc_dequeue_burst(incad.ctrl->tx_ring, (void **)b, n, NULL);
+	for (i = 0; i < n; i++)
+		if (b[i]->port == INCAD_CTRL_DATA)
+			incad_ctrl_io.returned = incad_meta(b[i])->ctrl_seq;
+	return n;
+}
+
+void
+incad_ctrl_back_done(void)
+{
+	__atomic_store_n(&back_done, incad_ctrl_io.returned, __ATOMIC_RELEASE);
+}
+
+bool
+incad_ctrl_idle(void)
+{
+	return __atomic_load_n(&incad_ctrl_done, __ATOMIC_ACQUIRE) >= incad_ctrl_io.seq &&
+	       rte_ring_empty(incad.ctrl->tx_ring);
+}
+
+/*
+ * Pass the answers and the data given back to the I/O lcore, in order.
+ * It drains the ring every loop, so a full one is waited for, briefly;
+ * then what does not fit is a counted drop (an answer TX_RING_FULL, a
+ * data message CTRL_RING_FULL: the worker retransmits either; the job's
+ * fence clears with its next data message).
+ */
+static void
+ctrl_flush(struct incad_lcore *lc)
+{
+	unsigned int n = 0, waited = 0, k;
+
+	while (n < lc->ntx) {
+		n += rte_ring_sp_enqueue_burst(lc->tx_ring, (void **)lc->tx + n, lc->ntx - n, NULL);
+		if (n == lc->ntx || waited >= TX_WAIT_US || incad.quit)
+			break;
+		rte_delay_us_sleep(10);
+		waited += 10;
+	}
+	lc->st.cnt[INCAD_CNT_CTRL_TX_RING] += n;
+	for (k = n; k < lc->ntx; k++)
+		incad_drop_mbuf(lc, lc->tx[k], lc->tx[k]->port == INCAD_CTRL_DATA ?
+				INCAD_DROP_CTRL_RING_FULL : INCAD_DROP_TX_RING_FULL);
+	lc->ntx = 0;
+	/* Done means answered and on the ring (incad_ctrl_idle()); a view
+	 * published by a JOIN is older still (the fence's acquire). */
+	__atomic_store_n(&incad_ctrl_done, handled, __ATOMIC_RELEASE);
+}
+
+/*
+ * A diverted data message: back to the I/O lcore, now that what came
+ * before it is done, behind the answers to it. Takes @m.
+ */
+static void
+pass_back(struct incad_lcore *lc, struct rte_mbuf *m)
+{
+	last_back = incad_meta(m)->ctrl_seq;
+	m->port = INCAD_CTRL_DATA;
+	lc->tx[lc->ntx++] = m;
+	if (lc->ntx == RTE_DIM(lc->tx))
+		ctrl_flush(lc);
+}
+
+/*
+ * Before a control message: the data passed back before it must have
+ * been handled by the I/O lcore (it drains the back ring every loop, so
+ * this is a few microseconds; bounded, should the lcore be stopping).
+ */
+static void
+wait_back_done(void)
+{
+	unsigned int waited;
+
+	for (waited = 0; __atomic_load_n(&back_done, __ATOMIC_ACQUIRE) < last_back &&
+			 waited < BACK_DONE_WAIT_US && !incad.quit; waited += 5)
+		rte_delay_us_block(5);
 }
 
 void
@@ -110,45 +236,27 @@ incad_ctrl_stalled(void)
 	return __atomic_load_n(&stalled, __ATOMIC_RELAXED) != 0;
 }
 
-unsigned int
-incad_ctrl_drain_tx(struct incad_lcore *lc)
-{
-	struct rte_mbuf *b[TX_DRAIN];
-	unsigned int k, n;
-
-	n = rte_ring_sc_dequeue_burst(incad.ctrl->tx_ring, (void **)b, TX_DRAIN, NULL);
-	for (k = 0; k < n; k++)
-		incad_tx(lc, b[k], b[k]->port);
-	return n;
-}
-
-/* Pass the answers of the burst to the I/O lcore (its drain sends them). */
+/* One message from the ring, in arrival order. Takes @m. */
 static void
-ctrl_flush(struct incad_lcore *lc)
+ctrl_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 {
-	lc->st.cnt[INCAD_CNT_CTRL_TX_RING] += incad_tx_flush_lcore(lc);
-	__atomic_store_n(&answered, lc->st.cnt[INCAD_CNT_CTRL_RX], __ATOMIC_RELEASE);
-}
+	uint64_t seq = incad_meta(m)->ctrl_seq;
 
-void
-incad_ctrl_quiesce(struct incad_lcore *lc)
-{
-	uint64_t end = incad_now() + incad.hz * QUIESCE_MS / 1000;
-
-	/* What was received before the signal is answered, as it was when
-	 * the control plane ran inline (the dpdk tests stop incad once it
-	 * has received their frames). Bounded: a thread held by the test
-	 * hook is let go by incad.quit. */
-	incad_ctrl_wake();
-	while (__atomic_load_n(&answered, __ATOMIC_ACQUIRE) < lc->st.cnt[INCAD_CNT_CTRL_QUEUED] &&
-	       incad_now() < end) {
-		incad_ctrl_drain_tx(lc);
-		incad_tx_flush_io(lc);
-		rte_delay_us_sleep(100);
+	switch (incad_meta(m)->msg.type) {
+	case INCA_MSG_CONTRIB:
+	case INCA_MSG_RESULT:
+	case INCA_MSG_NACK:
+		pass_back(lc, m);
+		break;
+	default:
+		if (last_back > __atomic_load_n(&back_done, __ATOMIC_ACQUIRE)) {
+			ctrl_flush(lc);
+			wait_back_done();
+		}
+		incad_ctrl_handle(lc, m, now);
+		break;
 	}
-	while (incad_ctrl_drain_tx(lc) != 0)
-		;
-	incad_tx_flush_io(lc);
+	handled = seq;
 }
 
 /*
@@ -167,7 +275,7 @@ stall_hook(void)
 		return;
 	INCAD_LOG(ctrl, NOTICE, "control thread stalled for %u ms (test hook)", ms);
 	__atomic_store_n(&stalled, 1, __ATOMIC_RELAXED);
-	for (done = 0; done < ms && !incad.quit; done += STALL_STEP_MS)
+	for (done = 0; done < ms && !incad.quit && !incad.stopping; done += STALL_STEP_MS)
 		rte_delay_us_sleep(1000 * (ms - done < STALL_STEP_MS ? ms - done : STALL_STEP_MS));
 	__atomic_store_n(&stalled, 0, __ATOMIC_RELAXED);
 	INCAD_LOG(ctrl, NOTICE, "control thread goes on after its stall");
@@ -205,7 +313,7 @@ ctrl_main(void *arg)
 		n = rte_ring_sc_dequeue_burst(lc->rx_ring, (void **)b, CTRL_BURST, NULL);
 		now = incad_now();
 		for (i = 0; i < n; i++)
-			incad_ctrl_handle(lc, b[i], now);
+			ctrl_input(lc, b[i], now);
 		incad_uplink_restarts();
 		if (now >= next_timer) {
 			incad_ctrl_timer(lc, now);
@@ -239,7 +347,8 @@ incad_ctrl_thread_init(void)
 				      RING_F_SP_ENQ | RING_F_SC_DEQ);
 	if (lc->rx_ring == NULL || lc->tx_ring == NULL)
 		return -rte_errno;
-	incad.table_bytes += 2 * rte_ring_get_memsize(incad.cfg.ctrl_ring_size);
+	incad.table_bytes += 2 * rte_ring_get_memsize(incad.cfg.ctrl_ring_size) +
+			     sizeof(incad_fences);
 	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (efd < 0)
 		return -errno;

@@ -708,6 +708,50 @@ contrib_decode(const uint8_t *p, size_t len, unsigned int max_elems, struct inca
 }
 
 /*
+ * A data message (a CONTRIB, or a tree parent's RESULT or NACK for a
+ * chunk), decoded, to the lcore that owns its slot. Takes @m.
+ */
+static void
+data_dispatch(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
+{
+	const struct inca_msg *msg = &incad_meta(m)->msg;
+	unsigned int owner;
+
+	owner = incad.nlcores == 1 ? 0 : (msg->job + msg->slot) % incad.nlcores;
+	if (owner == lc->idx) {
+		contrib_input(lc, m, now);
+		return;
+	}
+	if (rte_ring_sp_enqueue(incad.lcores[owner].rx_ring, m) != 0) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_RING_FULL);
+		return;
+	}
+	lc->st.cnt[INCAD_CNT_DISPATCH]++;
+}
+
+/*
+ * The control thread's answers and the data messages it passed back, in
+ * the order it handled them: a JOIN_ACK leaves before the RESULT of a
+ * CONTRIB that came after the JOIN.
+ */
+static unsigned int
+io_ctrl_back(struct incad_lcore *lc, uint64_t now)
+{
+	struct rte_mbuf *b[RING_BURST];
+	unsigned int i, n = incad_ctrl_back(b, RING_BURST);
+
+	for (i = 0; i < n; i++) {
+		if (b[i]->port == INCAD_CTRL_DATA)
+			data_dispatch(lc, b[i], now);
+		else
+			incad_tx(lc, b[i], b[i]->port);
+	}
+	if (n != 0)
+		incad_ctrl_back_done();
+	return n;
+}
+
+/*
  * A valid UDP datagram to the INCA port of a local address, or the INCA
  * message of a valid RoCEv2 packet from queue pair @qpn (@roce). Takes @m.
  */
@@ -718,7 +762,6 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 	struct incad_meta *meta = incad_meta(m);
 	struct inca_msg *msg = &meta->msg;
 	enum inca_wire_err err;
-	unsigned int owner;
 
 	if (likely(contrib_decode(f->msg, f->msg_len, incad.cfg.max_elems, msg)))
 		err = INCA_WIRE_OK;
@@ -746,7 +789,9 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 		 * so a spoofed one gains nothing. */
 		if (err == INCA_WIRE_VERSION && !roce && f->msg_len >= INCA_HDR_LEN + INCA_CTRL_LEN &&
 		    (msg->type == INCA_MSG_HELLO || msg->type == INCA_MSG_JOIN)) {
-			incad_ctrl_bad_version(lc, m);
+			/* Answered by the control thread, in order with the
+			 * others (it sees msg.version). */
+			incad_ctrl_enqueue(lc, m);
 			return;
 		}
 		rte_pktmbuf_free(m);
@@ -795,16 +840,13 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 			incad_drop_mbuf(lc, m, INCAD_DROP_INJECTED_LOSS);
 			return;
 		}
-		owner = incad.nlcores == 1 ? 0 : (msg->job + msg->slot) % incad.nlcores;
-		if (owner == lc->idx) {
-			contrib_input(lc, m, now);
+		/* Behind its job's JOIN or LEAVE while the control thread has
+		 * not handled it (ctrl.h, "Order per job"). */
+		if (unlikely(incad_ctrl_fenced(msg->job))) {
+			incad_ctrl_divert(lc, m);
 			return;
 		}
-		if (rte_ring_sp_enqueue(incad.lcores[owner].rx_ring, m) != 0) {
-			incad_drop_mbuf(lc, m, INCAD_DROP_RING_FULL);
-			return;
-		}
-		lc->st.cnt[INCAD_CNT_DISPATCH]++;
+		data_dispatch(lc, m, now);
 		return;
 	case INCA_MSG_HELLO:
 	case INCA_MSG_JOIN:
@@ -996,12 +1038,12 @@ io_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port, uint64_t 
 	incad_drop_mbuf(lc, m, INCAD_DROP_UNHANDLED);
 }
 
-/* Frames the other lcores and the control thread produced: send them from here. */
+/* Frames the other lcores produced: send them from here. */
 static unsigned int
 io_drain_tx_rings(struct incad_lcore *lc)
 {
 	struct rte_mbuf *b[RING_BURST];
-	unsigned int i, k, n, total = incad_ctrl_drain_tx(lc);
+	unsigned int i, k, n, total = 0;
 
 	for (i = 1; i < incad.nlcores; i++) {
 		n = rte_ring_sc_dequeue_burst(incad.lcores[i].tx_ring, (void **)b, RING_BURST,
@@ -1076,8 +1118,10 @@ io_loop(struct incad_lcore *lc)
 	unsigned int p, i, n, work;
 	uint64_t now;
 
-	while (!incad.quit) {
-		work = 0;
+	while (!incad.quit && !incad.stopping) {
+		/* The control thread's frames first: they answer or carry
+		 * what came before what the ports hold now. */
+		work = io_ctrl_back(lc, incad_now());
 		now = incad_now();
 		for (p = 0; p < incad.nports; p++) {
 			n = rte_eth_rx_burst(incad.ports[p].port_id, 0, b, RX_BURST);
@@ -1108,6 +1152,37 @@ io_loop(struct incad_lcore *lc)
 		rte_rcu_qsbr_quiescent(incad.qs, lc->idx);
 		idle(lc, work, now);
 	}
+}
+
+/* At shutdown the I/O lcore waits this long at most for the control thread. */
+#define QUIESCE_MS 1000
+
+/*
+ * A signal came: receive nothing more, but let the control thread finish
+ * what it was given and send its answers and the results of the data it
+ * passed back, as when the control plane ran inline (the dpdk tests stop
+ * incad once it has received their frames); then stop every lcore.
+ * Bounded: a thread held by the test hook is let go by incad.stopping.
+ */
+static void
+io_quiesce(struct incad_lcore *lc)
+{
+	uint64_t end = incad_now() + incad.hz * QUIESCE_MS / 1000, now;
+	unsigned int work;
+
+	incad_ctrl_wake();
+	do {
+		now = incad_now();
+		work = io_ctrl_back(lc, now) + io_drain_tx_rings(lc);
+		free_flush(lc);
+		incad_tx_flush_io(lc);
+		rte_rcu_qsbr_quiescent(incad.qs, lc->idx);
+		if (work == 0 && incad_ctrl_idle())
+			break;
+		if (work == 0)
+			rte_delay_us_sleep(50);
+	} while (now < end);
+	incad.quit = true;
 }
 
 static __attribute__((hot)) void
@@ -1141,16 +1216,17 @@ incad_lcore_main(void *arg)
 	INCAD_LOG(dp, INFO, "lcore %u: %s", rte_lcore_id(),
 		  lc->idx == 0 ? "I/O and aggregation" : "aggregation");
 	rte_rcu_qsbr_thread_online(incad.qs, lc->idx);
-	if (lc->idx == 0)
+	if (lc->idx == 0) {
 		io_loop(lc);
-	else
+		io_quiesce(lc);
+	} else {
 		agg_loop(lc);
+	}
 	rte_rcu_qsbr_thread_offline(incad.qs, lc->idx);
 	free_flush(lc);
 	if (lc->idx != 0) {
 		incad_tx_flush_lcore(lc);
 	} else {
-		incad_ctrl_quiesce(lc);
 		incad_uplink_stop(lc);
 		incad_tx_flush_io(lc);
 	}

@@ -53,10 +53,11 @@
 	X(REPLAY_TX, "RESULT replays sent to one sender") \
 	X(NACK_TX, "NACK frames sent") \
 	X(CTRL_QUEUED, "control messages passed to the control thread") \
-	X(CTRL_RX, "control messages handled (by the control thread, version NACKs by the I/O lcore)") \
+	X(CTRL_RX, "control messages handled by the control thread") \
 	X(CTRL_TX, "control answers sent") \
 	X(CTRL_TX_RING, "frames the control thread passed back to the I/O lcore") \
 	X(CTRL_WAKEUP, "wake-ups of the sleeping control thread by the I/O lcore") \
+	X(CTRL_DIVERTED, "data messages passed through the control thread behind their job's JOIN or LEAVE (order kept)") \
 	X(ARP_REPLY, "ARP replies sent") \
 	X(ARP_LEARN, "neighbours learned from ARP") \
 	X(ARP_REQUEST, "ARP requests sent (a tree's parent)") \
@@ -210,6 +211,7 @@ struct incad_meta {
 	uint8_t src_mac[6];
 	uint32_t qpn;         /* RoCEv2: the sender's queue pair (DETH SrcQP) */
 	bool roce;            /* came as RoCEv2 (else UDP to the INCA port) */
+	uint64_t ctrl_seq;    /* its place in the stream to the control thread */
 };
 
 struct incad {
@@ -231,6 +233,9 @@ struct incad {
 	uint64_t hz;                   /* timer cycles per second */
 	uint64_t start_tsc;
 	volatile bool quit;
+	/* A signal came: the I/O lcore stops receiving, lets the control
+	 * thread finish what it was given, then sets quit. */
+	volatile bool stopping;
 	size_t mbuf_bytes;             /* footprint figures printed at start-up */
 	size_t slot_bytes_max;
 	size_t table_bytes;

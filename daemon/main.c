@@ -145,7 +145,8 @@ parse_cli(int argc, char **argv, struct cli *cli)
 static void
 on_signal(int sig __rte_unused)
 {
-	incad.quit = true;
+	/* The I/O lcore sets quit once the control thread is done. */
+	incad.stopping = true;
 }
 
 static void

@@ -5,8 +5,7 @@
 /*
  * The transmit path every module shares, and the frames it builds: a leaf
  * (it calls nothing of incad's but the checksums). The I/O lcore buffers
- * frames per port; the other lcores and the control thread pass theirs
- * through their tx ring.
+ * frames per port; the other lcores pass theirs through their tx ring.
  */
 #include <string.h>
 
@@ -57,20 +56,19 @@ incad_tx_flush_io(struct incad_lcore *lc)
 		io_flush_port(lc, p);
 }
 
-unsigned int
+void
 incad_tx_flush_lcore(struct incad_lcore *lc)
 {
 	unsigned int n;
 
 	if (lc->ntx == 0)
-		return 0;
+		return;
 	n = rte_ring_sp_enqueue_burst(lc->tx_ring, (void **)lc->tx, lc->ntx, NULL);
 	if (n < lc->ntx) {
 		lc->st.drop[INCAD_DROP_TX_RING_FULL] += lc->ntx - n;
 		rte_pktmbuf_free_bulk(lc->tx + n, lc->ntx - n);
 	}
 	lc->ntx = 0;
-	return n;
 }
 
 void

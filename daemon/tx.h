@@ -97,10 +97,7 @@ void incad_reply_hdr(const struct inca_msg *req, uint8_t type, uint16_t reason,
 
 /* Send what the I/O lcore buffered on every port. */
 void incad_tx_flush_io(struct incad_lcore *lc);
-/*
- * Pass what an aggregation lcore (or the control thread) buffered to its
- * tx ring; returns how many frames went in (the rest: TX_RING_FULL).
- */
-unsigned int incad_tx_flush_lcore(struct incad_lcore *lc);
+/* Pass what an aggregation lcore buffered to its tx ring. */
+void incad_tx_flush_lcore(struct incad_lcore *lc);
 
 #endif /* INCAD_TX_H */
