@@ -1155,7 +1155,7 @@ io_loop(struct incad_lcore *lc)
 }
 
 /* At shutdown the I/O lcore waits this long at most for the control thread. */
-#define QUIESCE_MS 1000
+#define QUIESCE_MS 5000
 
 /*
  * A signal came: receive nothing more, but let the control thread finish

@@ -155,11 +155,11 @@ parent_lost(struct incad_job *j, uint64_t now, const char *why)
 	u->left = u->joined;
 	u->joined = 0;
 	/* Nothing more goes up under the lost session; the control thread
-	 * restarts the job (incad_uplink_restarts()) and clears the request,
-	 * and only then does the uplink JOIN again. */
+	 * restarts the job at its next wake-up or timer tick (10 ms,
+	 * incad_uplink_restarts()) and clears the request, and only then
+	 * does the uplink JOIN again. */
 	__atomic_store_n(&u->session, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&u->restart_req, 1, __ATOMIC_SEQ_CST);
-	incad_ctrl_wake();
 	enter(u, UP_JOINING, now);
 }
 
