@@ -82,13 +82,13 @@ efd_signal(void)
 
 /* Queue @m with the next sequence number; 0 when the ring was full. */
 static uint64_t
-enqueue(struct incad_lcore *lc, struct rte_mbuf *m)
+enqueue(struct incad_lcore *lc, struct rte_mbuf *m, enum incad_drop full)
 {
 	uint64_t seq = incad_ctrl_io.seq + 1;
 
 	incad_meta(m)->ctrl_seq = seq;
 	if (rte_ring_sp_enqueue(incad.ctrl->rx_ring, m) != 0) {
-		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_RING_FULL);
+		incad_drop_mbuf(lc, m, full);
 		return 0;
 	}
 	incad_ctrl_io.seq = seq;
@@ -102,7 +102,7 @@ incad_ctrl_enqueue(struct incad_lcore *lc, struct rte_mbuf *m)
 	const struct inca_msg *msg = &incad_meta(m)->msg;
 	uint8_t type = msg->type;
 	uint16_t job = msg->job;
-	uint64_t seq = enqueue(lc, m);
+	uint64_t seq = enqueue(lc, m, INCAD_DROP_CTRL_RING_FULL);
 
 	if (seq == 0)
 		return;
@@ -116,7 +116,7 @@ void
 incad_ctrl_divert(struct incad_lcore *lc, struct rte_mbuf *m)
 {
 	uint16_t job = incad_meta(m)->msg.job;
-	uint64_t seq = enqueue(lc, m);
+	uint64_t seq = enqueue(lc, m, INCAD_DROP_DIVERT_RING_FULL);
 
 	if (seq == 0)
 		return;
@@ -171,7 +171,7 @@ ctrl_flush(struct incad_lcore *lc)
 	lc->st.cnt[INCAD_CNT_CTRL_TX_RING] += n;
 	for (k = n; k < lc->ntx; k++)
 		incad_drop_mbuf(lc, lc->tx[k], lc->tx[k]->port == INCAD_CTRL_DATA ?
-				INCAD_DROP_CTRL_RING_FULL : INCAD_DROP_TX_RING_FULL);
+				INCAD_DROP_DIVERT_RING_FULL : INCAD_DROP_TX_RING_FULL);
 	lc->ntx = 0;
 	/* Done means answered and on the ring (incad_ctrl_idle()); a view
 	 * published by a JOIN is older still (the fence's acquire). */

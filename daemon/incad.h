@@ -109,6 +109,7 @@ enum incad_counter {
 	X(CTRL_RATE_LIMITED, "HELLO or JOIN beyond its source's rate and burst, after RATE_LIMITED was sent") \
 	X(CTRL_TENANT_RATE, "JOIN beyond its tenant's control_rate and control_burst, after RATE_LIMITED was sent") \
 	X(CTRL_RING_FULL, "control message dropped: the ring to the control thread is full") \
+	X(DIVERT_RING_FULL, "data message queued behind its job's JOIN or LEAVE dropped: the control thread's ring is full") \
 	X(NO_MBUF, "no mbuf for an answer") \
 	X(RING_FULL, "dispatch ring to an aggregation lcore full") \
 	X(TX_RING_FULL, "ring back to the I/O lcore (from an lcore or the control thread) full") \
