@@ -153,7 +153,7 @@ incad_ctrl_idle(void)
  * Pass the answers and the data given back to the I/O lcore, in order.
  * It drains the ring every loop, so a full one is waited for, briefly;
  * then what does not fit is a counted drop (an answer TX_RING_FULL, a
- * data message CTRL_RING_FULL: the worker retransmits either; the job's
+ * data message DIVERT_RING_FULL: the worker retransmits either; the job's
  * fence clears with its next data message).
  */
 static void
@@ -194,7 +194,7 @@ pass_back(struct incad_lcore *lc, struct rte_mbuf *m)
 
 /*
  * Before a control message: the data passed back before it must have
- * been handled by the I/O lcore (it drains the back ring every loop, so
+ * been handled by the I/O lcore (it drains the tx ring every loop, so
  * this is a few microseconds; bounded, should the lcore be stopping).
  */
 static void
@@ -312,8 +312,13 @@ ctrl_main(void *arg)
 		stall_hook();
 		n = rte_ring_sc_dequeue_burst(lc->rx_ring, (void **)b, CTRL_BURST, NULL);
 		now = incad_now();
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			ctrl_input(lc, b[i], now);
+			/* Never let incad_tx() flush the buffer itself: that
+			 * flush would not wait for room (ctrl_flush() does). */
+			if (lc->ntx >= RTE_DIM(lc->tx) / 2)
+				ctrl_flush(lc);
+		}
 		incad_uplink_restarts();
 		if (now >= next_timer) {
 			incad_ctrl_timer(lc, now);
