@@ -393,6 +393,21 @@ retired_free(void *p, enum retire_kind kind)
 }
 
 /*
+ * Wait for a grace period, as rte_rcu_qsbr_synchronize() would, but
+ * sleeping between looks instead of spinning: the control thread may share
+ * its CPU with the I/O lcore whose quiescent state it waits for (EAL puts
+ * control threads on the main lcore's CPU when the lcores take the rest).
+ */
+static void
+grace_period(void)
+{
+	uint64_t t = rte_rcu_qsbr_start(incad.qs);
+
+	while (rte_rcu_qsbr_check(incad.qs, t, false) != 1)
+		rte_delay_us_sleep(2);
+}
+
+/*
  * Free what every reader has let go of; with @wait, everything. The
  * control thread is no RCU reader (it is the writer), so it reports no
  * quiescent state and its waits never wait for itself.
@@ -417,7 +432,7 @@ retire(void *p, enum retire_kind kind)
 
 	if (retired_head - retired_tail == RETIRE_MAX) {
 		/* Full: wait for a grace period, which frees everything queued. */
-		rte_rcu_qsbr_synchronize(incad.qs, RTE_QSBR_THRID_INVALID);
+		grace_period();
 		reclaim(false);
 	}
 	i = retired_head++ % RETIRE_MAX;
@@ -469,7 +484,7 @@ view_update(struct incad_job *j, const struct incad_view *nv, bool reset)
 		retire(old, RETIRE_VIEW);
 		return 0;
 	}
-	rte_rcu_qsbr_synchronize(incad.qs, RTE_QSBR_THRID_INVALID);
+	grace_period();
 	agg_job_reset(j->agg);
 	agg_job_set_token(j->agg, n->session);
 	j->resets++;

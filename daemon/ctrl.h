@@ -271,22 +271,24 @@ void incad_ctrl_kick(struct incad_lcore *lc);
 /* Any thread: wake the control thread now (telemetry's requests). */
 void incad_ctrl_wake(void);
 /*
- * Order per job. A JOIN or LEAVE of job J that is in the control thread's
- * ring has not taken effect yet; a data message of J that arrived after
- * it must see its effect, as when the control plane ran inline (and as
- * the conformance tests, which send a JOIN and its CONTRIBs back to back,
- * expect). So, while one is in the ring, J's data messages are diverted:
- * queued behind it on the same ring, passed back by the control thread
- * once it has handled what was before them (its back ring) and aggregated
- * then. Other jobs' data never waits: the fence is per job id. Every
- * message queued gets a sequence number; incad_fences[J] holds the last
- * one of J's JOIN or LEAVE and of J's diverted data; the control thread
- * publishes the last it has finished (incad_ctrl_done), the I/O lcore
- * notes the last diverted message it took back (returned).
+ * Order per job. A JOIN or LEAVE of job J in the control thread's ring has
+ * not taken effect yet; a data message of J that arrives meanwhile must
+ * see its effect, as when the control plane ran inline (and as the
+ * conformance tests, which send a JOIN and its CONTRIBs back to back,
+ * expect). So the I/O lcore holds J's data messages back, in arrival
+ * order, until the control thread has handled the JOIN or LEAVE before
+ * them and its answers are out; and the control thread handles a control
+ * message only once the data that arrived before it has been released.
+ * Other jobs' data never waits: the fence is per job id, and nothing of
+ * the data path runs on the control thread. Every control message queued
+ * gets a sequence number; incad_fences[J].ctrl holds the one of J's last
+ * JOIN or LEAVE, .held how many of J's data messages are held; the
+ * control thread publishes the last number it has finished and answered
+ * (incad_ctrl_done).
  */
 struct incad_ctrl_fence {
 	uint64_t ctrl;
-	uint64_t data;
+	uint64_t held;
 };
 
 extern struct incad_ctrl_fence incad_fences[65536];
@@ -296,48 +298,36 @@ extern uint64_t incad_ctrl_done;
 struct incad_ctrl_io {
 	uint64_t seq;        /* last sequence number given */
 	uint64_t done_cache; /* incad_ctrl_done as last read */
-	uint64_t returned;   /* last diverted message taken back */
 };
 
 extern struct incad_ctrl_io incad_ctrl_io;
 
-/* I/O lcore: must a data message of @job take the diverted path? */
+/* I/O lcore: must a data message of @job be held? */
 static inline bool
 incad_ctrl_fenced(uint16_t job)
 {
 	const struct incad_ctrl_fence *f = &incad_fences[job];
 
 	/* The common case reads nothing the control thread writes. */
-	if (likely(f->ctrl <= incad_ctrl_io.done_cache && f->data <= incad_ctrl_io.returned))
+	if (likely(f->held == 0 && f->ctrl <= incad_ctrl_io.done_cache))
 		return false;
+	if (f->held != 0)
+		return true;
 	incad_ctrl_io.done_cache = __atomic_load_n(&incad_ctrl_done, __ATOMIC_ACQUIRE);
-	return f->ctrl > incad_ctrl_io.done_cache || f->data > incad_ctrl_io.returned;
+	return f->ctrl > incad_ctrl_io.done_cache;
 }
 
-/* I/O lcore: queue the data message @m behind its job's JOIN or LEAVE (takes @m). */
-void incad_ctrl_divert(struct incad_lcore *lc, struct rte_mbuf *m);
+/* I/O lcore: hold the data message @m behind its job's JOIN or LEAVE (takes @m). */
+void incad_ctrl_hold(struct incad_lcore *lc, struct rte_mbuf *m);
 /*
- * The port index of a diverted data message on the control thread's tx
- * ring: the ring carries its answers and the data it passes back in one
- * order, so that a JOIN_ACK leaves before the RESULT of a CONTRIB that
- * came after the JOIN.
+ * I/O lcore, every loop: send the control thread's answers and take the
+ * held data messages whose JOIN or LEAVE has been handled and answered
+ * (at most @n, in order, into @b: the caller dispatches them). Returns
+ * how many were taken into @b; *@answers: how many answers were sent.
  */
-#define INCAD_CTRL_DATA 0xfffe
-
-/*
- * I/O lcore: take up to @n frames from the control thread's tx ring, in
- * order, into @b: answers to send (m->port a port index) and diverted
- * data messages to dispatch (m->port INCAD_CTRL_DATA); then, once they
- * are dispatched, incad_ctrl_back_done(). Returns how many.
- */
-unsigned int incad_ctrl_back(struct rte_mbuf **b, unsigned int n);
-/*
- * I/O lcore: the messages taken back have been handled. The control
- * thread waits for it before a control message that came after them, so
- * that a LEAVE never resets a job under a CONTRIB that arrived first.
- */
-void incad_ctrl_back_done(void);
-/* I/O lcore: has the control thread finished everything it was given? */
+unsigned int incad_ctrl_release(struct incad_lcore *lc, struct rte_mbuf **b, unsigned int n,
+				unsigned int *answers);
+/* I/O lcore: has the control thread finished everything it was given, is nothing held? */
 bool incad_ctrl_idle(void);
 /* True while the control thread is stalled by the test hook (telemetry). */
 bool incad_ctrl_stalled(void);

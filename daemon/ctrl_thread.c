@@ -24,17 +24,17 @@
  * on the rx ring, then to the control thread, which answers in it or
  * frees it; answers are new mbufs the thread owns until it enqueues them
  * on its tx ring, from which the I/O lcore takes them and transmits them
- * (incad_tx(), as the other lcores' frames). A data message diverted
- * behind its job's JOIN or LEAVE (ctrl.h, "Order per job") goes the same
- * way in and comes back untouched on the tx ring, in order with the
- * answers, owned again by the I/O lcore from then. What a ring holds at
- * shutdown is freed and counted SHUTDOWN.
+ * (incad_tx(), as the other lcores' frames). A data message held behind
+ * its job's JOIN or LEAVE (ctrl.h, "Order per job") stays the I/O
+ * lcore's, in its hold queue, until released to the dataplane. What a
+ * ring or the hold queue holds at shutdown is freed and counted SHUTDOWN.
  */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -64,11 +64,18 @@ static uint32_t stop;     /* incad_ctrl_thread_stop(): end the loop */
 struct incad_ctrl_fence incad_fences[65536];
 uint64_t incad_ctrl_done;
 struct incad_ctrl_io incad_ctrl_io;
-static uint64_t back_done;  /* written by the I/O lcore: diverted data handled */
-static uint64_t last_back;  /* the control thread's: last diverted data passed back */
 static uint64_t handled;    /* the control thread's: last message it finished */
-/* How long a control message waits at most for the data before it. */
-#define BACK_DONE_WAIT_US 100000
+/* How long a control message waits at most for the data held before it. */
+#define HOLD_WAIT_US 100000
+
+/*
+ * The I/O lcore's hold queue (a FIFO; only it touches it) and what it
+ * tells the control thread: the 'ctrl_after' of the oldest message held,
+ * UINT64_MAX when none is.
+ */
+static struct rte_mbuf **hold;
+static unsigned int hold_size, hold_head, hold_tail;
+static uint64_t hold_low = UINT64_MAX;
 
 static void
 efd_signal(void)
@@ -80,32 +87,21 @@ efd_signal(void)
 		return;
 }
 
-/* Queue @m with the next sequence number; 0 when the ring was full. */
-static uint64_t
-enqueue(struct incad_lcore *lc, struct rte_mbuf *m, enum incad_drop full)
-{
-	uint64_t seq = incad_ctrl_io.seq + 1;
-
-	incad_meta(m)->ctrl_seq = seq;
-	if (rte_ring_sp_enqueue(incad.ctrl->rx_ring, m) != 0) {
-		incad_drop_mbuf(lc, m, full);
-		return 0;
-	}
-	incad_ctrl_io.seq = seq;
-	queued = true;
-	return seq;
-}
-
 void
 incad_ctrl_enqueue(struct incad_lcore *lc, struct rte_mbuf *m)
 {
 	const struct inca_msg *msg = &incad_meta(m)->msg;
+	uint64_t seq = incad_ctrl_io.seq + 1;
 	uint8_t type = msg->type;
 	uint16_t job = msg->job;
-	uint64_t seq = enqueue(lc, m, INCAD_DROP_CTRL_RING_FULL);
 
-	if (seq == 0)
+	incad_meta(m)->ctrl_seq = seq;
+	if (rte_ring_sp_enqueue(incad.ctrl->rx_ring, m) != 0) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_RING_FULL);
 		return;
+	}
+	incad_ctrl_io.seq = seq;
+	queued = true;
 	lc->st.cnt[INCAD_CNT_CTRL_QUEUED]++;
 	/* Those that change what the job's data messages see. */
 	if (type == INCA_MSG_JOIN || type == INCA_MSG_LEAVE)
@@ -113,48 +109,73 @@ incad_ctrl_enqueue(struct incad_lcore *lc, struct rte_mbuf *m)
 }
 
 void
-incad_ctrl_divert(struct incad_lcore *lc, struct rte_mbuf *m)
+incad_ctrl_hold(struct incad_lcore *lc, struct rte_mbuf *m)
 {
-	uint16_t job = incad_meta(m)->msg.job;
-	uint64_t seq = enqueue(lc, m, INCAD_DROP_DIVERT_RING_FULL);
+	struct incad_meta *meta = incad_meta(m);
+	struct incad_ctrl_fence *f = &incad_fences[meta->msg.job];
 
-	if (seq == 0)
+	if (hold_tail - hold_head == hold_size) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_HOLD_FULL);
 		return;
-	lc->st.cnt[INCAD_CNT_CTRL_DIVERTED]++;
-	incad_fences[job].data = seq;
+	}
+	/* It waits for its job's last JOIN or LEAVE; the control thread
+	 * waits for it before any control message queued after it. */
+	meta->ctrl_seq = f->ctrl;
+	meta->ctrl_after = incad_ctrl_io.seq;
+	if (hold_tail == hold_head)
+		__atomic_store_n(&hold_low, meta->ctrl_after, __ATOMIC_SEQ_CST);
+	hold[hold_tail++ & (hold_size - 1)] = m;
+	f->held++;
+	lc->st.cnt[INCAD_CNT_CTRL_HELD]++;
 }
 
 unsigned int
-incad_ctrl_back(struct rte_mbuf **b, unsigned int n)
+incad_ctrl_release(struct incad_lcore *lc, struct rte_mbuf **b, unsigned int n,
+		   unsigned int *answers)
 {
-	unsigned int i;
+	uint64_t done = __atomic_load_n(&incad_ctrl_done, __ATOMIC_ACQUIRE);
+	struct rte_mbuf *a[CTRL_BURST];
+	unsigned int k, i, out = 0;
 
-	n = rte_ring_sc_dequeue_burst(incad.ctrl->tx_ring, (void **)b, n, NULL);
-	for (i = 0; i < n; i++)
-		if (b[i]->port == INCAD_CTRL_DATA)
-			incad_ctrl_io.returned = incad_meta(b[i])->ctrl_seq;
-	return n;
-}
+	/* Every answer up to 'done' is on the ring by now: out they go
+	 * first, so that a JOIN_ACK leaves before the RESULT of a CONTRIB
+	 * held behind its JOIN. */
+	*answers = 0;
+	while ((k = rte_ring_sc_dequeue_burst(incad.ctrl->tx_ring, (void **)a, CTRL_BURST,
+					      NULL)) != 0) {
+		for (i = 0; i < k; i++)
+			incad_tx(lc, a[i], a[i]->port);
+		*answers += k;
+	}
+	incad_ctrl_io.done_cache = done;
+	while (out < n && hold_head != hold_tail) {
+		struct rte_mbuf *m = hold[hold_head & (hold_size - 1)];
+		struct incad_meta *meta = incad_meta(m);
 
-void
-incad_ctrl_back_done(void)
-{
-	__atomic_store_n(&back_done, incad_ctrl_io.returned, __ATOMIC_RELEASE);
+		if (meta->ctrl_seq > done)
+			break;
+		hold_head++;
+		incad_fences[meta->msg.job].held--;
+		b[out++] = m;
+	}
+	if (out != 0)
+		__atomic_store_n(&hold_low, hold_head == hold_tail ? UINT64_MAX :
+				 incad_meta(hold[hold_head & (hold_size - 1)])->ctrl_after,
+				 __ATOMIC_SEQ_CST);
+	return out;
 }
 
 bool
 incad_ctrl_idle(void)
 {
 	return __atomic_load_n(&incad_ctrl_done, __ATOMIC_ACQUIRE) >= incad_ctrl_io.seq &&
-	       rte_ring_empty(incad.ctrl->tx_ring);
+	       rte_ring_empty(incad.ctrl->tx_ring) && hold_head == hold_tail;
 }
 
 /*
- * Pass the answers and the data given back to the I/O lcore, in order.
- * It drains the ring every loop, so a full one is waited for, briefly;
- * then what does not fit is a counted drop (an answer TX_RING_FULL, a
- * data message DIVERT_RING_FULL: the worker retransmits either; the job's
- * fence clears with its next data message).
+ * Pass the answers to the I/O lcore. It drains the ring every loop, so a
+ * full one is waited for, briefly; then what does not fit is a counted
+ * drop (TX_RING_FULL: the worker retransmits its request).
  */
 static void
 ctrl_flush(struct incad_lcore *lc)
@@ -170,8 +191,7 @@ ctrl_flush(struct incad_lcore *lc)
 	}
 	lc->st.cnt[INCAD_CNT_CTRL_TX_RING] += n;
 	for (k = n; k < lc->ntx; k++)
-		incad_drop_mbuf(lc, lc->tx[k], lc->tx[k]->port == INCAD_CTRL_DATA ?
-				INCAD_DROP_DIVERT_RING_FULL : INCAD_DROP_TX_RING_FULL);
+		incad_drop_mbuf(lc, lc->tx[k], INCAD_DROP_TX_RING_FULL);
 	lc->ntx = 0;
 	/* Done means answered and on the ring (incad_ctrl_idle()); a view
 	 * published by a JOIN is older still (the fence's acquire). */
@@ -179,32 +199,23 @@ ctrl_flush(struct incad_lcore *lc)
 }
 
 /*
- * A diverted data message: back to the I/O lcore, now that what came
- * before it is done, behind the answers to it. Takes @m.
+ * Before control message @seq: the data held before it must have been
+ * released to the dataplane (the I/O lcore looks at its hold queue every
+ * loop, so this is microseconds; bounded, should the lcore be stopping).
+ * What was answered so far is published first: the data waits for it.
  */
 static void
-pass_back(struct incad_lcore *lc, struct rte_mbuf *m)
-{
-	last_back = incad_meta(m)->ctrl_seq;
-	m->port = INCAD_CTRL_DATA;
-	lc->tx[lc->ntx++] = m;
-	if (lc->ntx == RTE_DIM(lc->tx))
-		ctrl_flush(lc);
-}
-
-/*
- * Before a control message: the data passed back before it must have
- * been handled by the I/O lcore (it drains the tx ring every loop, so
- * this is a few microseconds; bounded, should the lcore be stopping).
- */
-static void
-wait_back_done(void)
+wait_hold(struct incad_lcore *lc, uint64_t seq)
 {
 	unsigned int waited;
 
-	for (waited = 0; __atomic_load_n(&back_done, __ATOMIC_ACQUIRE) < last_back &&
-			 waited < BACK_DONE_WAIT_US && !incad.quit; waited += 5)
-		rte_delay_us_block(5);
+	if (__atomic_load_n(&hold_low, __ATOMIC_SEQ_CST) >= seq)
+		return;
+	ctrl_flush(lc);
+	/* Sleeping, not spinning: the I/O lcore may be on this CPU too. */
+	for (waited = 0; __atomic_load_n(&hold_low, __ATOMIC_SEQ_CST) < seq &&
+			 waited < HOLD_WAIT_US && !incad.quit; waited += 10)
+		rte_delay_us_sleep(10);
 }
 
 void
@@ -242,20 +253,8 @@ ctrl_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 {
 	uint64_t seq = incad_meta(m)->ctrl_seq;
 
-	switch (incad_meta(m)->msg.type) {
-	case INCA_MSG_CONTRIB:
-	case INCA_MSG_RESULT:
-	case INCA_MSG_NACK:
-		pass_back(lc, m);
-		break;
-	default:
-		if (last_back > __atomic_load_n(&back_done, __ATOMIC_ACQUIRE)) {
-			ctrl_flush(lc);
-			wait_back_done();
-		}
-		incad_ctrl_handle(lc, m, now);
-		break;
-	}
+	wait_hold(lc, seq);
+	incad_ctrl_handle(lc, m, now);
 	handled = seq;
 }
 
@@ -307,6 +306,8 @@ ctrl_main(void *arg)
 	unsigned int i, n;
 	int ms;
 
+	/* Its short sleeps (a grace period, the hold queue) must stay short. */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	INCAD_LOG(ctrl, INFO, "control thread running");
 	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
 		stall_hook();
@@ -352,8 +353,17 @@ incad_ctrl_thread_init(void)
 				      RING_F_SP_ENQ | RING_F_SC_DEQ);
 	if (lc->rx_ring == NULL || lc->tx_ring == NULL)
 		return -rte_errno;
+	/* A held message holds an mbuf: at most a quarter of the pool. */
+	hold_size = rte_align32prevpow2(incad.cfg.mbufs / 4);
+	if (hold_size > 4096)
+		hold_size = 4096;
+	if (hold_size < 64)
+		hold_size = 64;
+	hold = rte_zmalloc("incad_ctrl_hold", hold_size * sizeof(*hold), RTE_CACHE_LINE_SIZE);
+	if (hold == NULL)
+		return -ENOMEM;
 	incad.table_bytes += 2 * rte_ring_get_memsize(incad.cfg.ctrl_ring_size) +
-			     sizeof(incad_fences);
+			     sizeof(incad_fences) + hold_size * sizeof(*hold);
 	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (efd < 0)
 		return -errno;
@@ -395,6 +405,9 @@ incad_ctrl_thread_stop(void)
 	}
 	ring_drain(incad.ctrl->rx_ring);
 	ring_drain(incad.ctrl->tx_ring);
+	while (hold != NULL && hold_head != hold_tail)
+		incad_drop_mbuf(incad.ctrl, hold[hold_head++ & (hold_size - 1)],
+				INCAD_DROP_SHUTDOWN);
 }
 
 void
@@ -405,6 +418,8 @@ incad_ctrl_thread_fini(void)
 	incad_ctrl_thread_stop();
 	rte_ring_free(incad.ctrl->rx_ring);
 	rte_ring_free(incad.ctrl->tx_ring);
+	rte_free(hold);
+	hold = NULL;
 	if (efd >= 0)
 		close(efd);
 	efd = -1;

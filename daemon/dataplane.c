@@ -730,25 +730,20 @@ data_dispatch(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 }
 
 /*
- * The control thread's answers and the data messages it passed back, in
- * the order it handled them: a JOIN_ACK leaves before the RESULT of a
- * CONTRIB that came after the JOIN.
+ * The control thread's answers, then the data messages held behind the
+ * JOINs and LEAVEs it has handled (ctrl.h, "Order per job"): a JOIN_ACK
+ * leaves before the RESULT of a CONTRIB that came after the JOIN.
  */
 static unsigned int
-io_ctrl_back(struct incad_lcore *lc, uint64_t now)
+io_ctrl(struct incad_lcore *lc, uint64_t now)
 {
 	struct rte_mbuf *b[RING_BURST];
-	unsigned int i, n = incad_ctrl_back(b, RING_BURST);
+	unsigned int i, n, answers;
 
-	for (i = 0; i < n; i++) {
-		if (b[i]->port == INCAD_CTRL_DATA)
-			data_dispatch(lc, b[i], now);
-		else
-			incad_tx(lc, b[i], b[i]->port);
-	}
-	if (n != 0)
-		incad_ctrl_back_done();
-	return n;
+	n = incad_ctrl_release(lc, b, RING_BURST, &answers);
+	for (i = 0; i < n; i++)
+		data_dispatch(lc, b[i], now);
+	return n + answers;
 }
 
 /*
@@ -843,7 +838,7 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 		/* Behind its job's JOIN or LEAVE while the control thread has
 		 * not handled it (ctrl.h, "Order per job"). */
 		if (unlikely(incad_ctrl_fenced(msg->job))) {
-			incad_ctrl_divert(lc, m);
+			incad_ctrl_hold(lc, m);
 			return;
 		}
 		data_dispatch(lc, m, now);
@@ -1119,9 +1114,9 @@ io_loop(struct incad_lcore *lc)
 	uint64_t now;
 
 	while (!incad.quit && !incad.stopping) {
-		/* The control thread's frames first: they answer or carry
-		 * what came before what the ports hold now. */
-		work = io_ctrl_back(lc, incad_now());
+		/* The control thread's answers and the data they release
+		 * first: they came before what the ports hold now. */
+		work = io_ctrl(lc, incad_now());
 		now = incad_now();
 		for (p = 0; p < incad.nports; p++) {
 			n = rte_eth_rx_burst(incad.ports[p].port_id, 0, b, RX_BURST);
@@ -1173,7 +1168,7 @@ io_quiesce(struct incad_lcore *lc)
 	incad_ctrl_wake();
 	do {
 		now = incad_now();
-		work = io_ctrl_back(lc, now) + io_drain_tx_rings(lc);
+		work = io_ctrl(lc, now) + io_drain_tx_rings(lc);
 		free_flush(lc);
 		incad_tx_flush_io(lc);
 		rte_rcu_qsbr_quiescent(incad.qs, lc->idx);

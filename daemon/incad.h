@@ -57,7 +57,7 @@
 	X(CTRL_TX, "control answers sent") \
 	X(CTRL_TX_RING, "frames the control thread passed back to the I/O lcore") \
 	X(CTRL_WAKEUP, "wake-ups of the sleeping control thread by the I/O lcore") \
-	X(CTRL_DIVERTED, "data messages passed through the control thread behind their job's JOIN or LEAVE (order kept)") \
+	X(CTRL_HELD, "data messages the I/O lcore held back behind their job's JOIN or LEAVE until the control thread had handled it") \
 	X(ARP_REPLY, "ARP replies sent") \
 	X(ARP_LEARN, "neighbours learned from ARP") \
 	X(ARP_REQUEST, "ARP requests sent (a tree's parent)") \
@@ -109,7 +109,7 @@ enum incad_counter {
 	X(CTRL_RATE_LIMITED, "HELLO or JOIN beyond its source's rate and burst, after RATE_LIMITED was sent") \
 	X(CTRL_TENANT_RATE, "JOIN beyond its tenant's control_rate and control_burst, after RATE_LIMITED was sent") \
 	X(CTRL_RING_FULL, "control message dropped: the ring to the control thread is full") \
-	X(DIVERT_RING_FULL, "data message queued behind its job's JOIN or LEAVE dropped: the control thread's ring is full") \
+	X(CTRL_HOLD_FULL, "data message to hold behind its job's JOIN or LEAVE dropped: the hold queue is full") \
 	X(NO_MBUF, "no mbuf for an answer") \
 	X(RING_FULL, "dispatch ring to an aggregation lcore full") \
 	X(TX_RING_FULL, "ring back to the I/O lcore (from an lcore or the control thread) full") \
@@ -212,7 +212,9 @@ struct incad_meta {
 	uint8_t src_mac[6];
 	uint32_t qpn;         /* RoCEv2: the sender's queue pair (DETH SrcQP) */
 	bool roce;            /* came as RoCEv2 (else UDP to the INCA port) */
-	uint64_t ctrl_seq;    /* its place in the stream to the control thread */
+	uint64_t ctrl_seq;    /* control message: its place in the stream to the control thread;
+			       * held data: the one it waits for */
+	uint64_t ctrl_after;  /* held data: the last control message queued before it */
 };
 
 struct incad {
