@@ -1154,8 +1154,8 @@ io_loop(struct incad_lcore *lc)
 
 /*
  * A signal came: receive nothing more, but let the control thread finish
- * what it was given and send its answers and the results of the data it
- * passed back, as when the control plane ran inline (the dpdk tests stop
+ * what it was given, send its answers and aggregate the data held behind
+ * them, as when the control plane ran inline (the dpdk tests stop
  * incad once it has received their frames); then stop every lcore.
  * Bounded: a thread held by the test hook is let go by incad.stopping.
  */

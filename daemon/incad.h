@@ -55,7 +55,7 @@
 	X(CTRL_QUEUED, "control messages passed to the control thread") \
 	X(CTRL_RX, "control messages handled by the control thread") \
 	X(CTRL_TX, "control answers sent") \
-	X(CTRL_TX_RING, "frames the control thread passed back to the I/O lcore") \
+	X(CTRL_TX_RING, "answers the control thread passed to the I/O lcore") \
 	X(CTRL_WAKEUP, "wake-ups of the sleeping control thread by the I/O lcore") \
 	X(CTRL_HELD, "data messages the I/O lcore held back behind their job's JOIN or LEAVE until the control thread had handled it") \
 	X(ARP_REPLY, "ARP replies sent") \
