@@ -224,8 +224,12 @@ incad_ctrl_kick(struct incad_lcore *lc)
 	if (!queued)
 		return;
 	queued = false;
-	/* The enqueue is before this load (the thread's store of 'asleep'
-	 * before its look at the ring). */
+	/* The enqueue (the ring's tail, a release store) must be visible
+	 * before 'asleep' is read, as the thread's store of 'asleep' is
+	 * before its look at the ring: a store and a later load of another
+	 * location may pass each other without a full fence, and a lost
+	 * wake-up would cost the thread's 10 ms timeout. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&asleep, __ATOMIC_SEQ_CST) == 0)
 		return;
 	if (__atomic_exchange_n(&asleep, 0, __ATOMIC_SEQ_CST) == 0)
