@@ -461,7 +461,8 @@ parse_tenants(struct parser *p, const config_setting_t *l, struct incad_config *
 {
 	static const char *const keys[] = {"name", "token", "job_ids", "slot_quota",
 					   "dynamic_jobs", "sources", "vlans", "job_key", "rate_mbps",
-					   "burst_kb", "priority", NULL};
+					   "burst_kb", "priority", "control_rate", "control_burst",
+					   NULL};
 	int i, n = config_setting_length(l);
 	unsigned int j;
 
@@ -508,6 +509,9 @@ parse_tenants(struct parser *p, const config_setting_t *l, struct incad_config *
 		GET_UINT(p, g, "rate_mbps", 0, 1000000, false, t->rate_mbps);
 		GET_UINT(p, g, "burst_kb", 1, 1048576, false, t->burst_kb);
 		GET_UINT(p, g, "priority", 0, INCAD_PRIO_CLASSES - 1, false, t->priority);
+		t->ctrl_burst = 64;
+		GET_UINT(p, g, "control_rate", 0, 10000000, false, t->ctrl_rate);
+		GET_UINT(p, g, "control_burst", 1, 1000000, false, t->ctrl_burst);
 		get_bool(p, g, "dynamic_jobs", &t->dynamic_jobs);
 		parse_job_key(p, g, t);
 		if (t->dynamic_jobs && !t->has_token && t->job_key_len == 0)
@@ -880,6 +884,7 @@ incad_config_defaults(struct incad_config *c)
 	c->evict_ms = 5000;
 	c->ctrl_rate = 1000;
 	c->ctrl_burst = 256;
+	c->ctrl_ring_size = 1024;
 	c->stats_interval = 0;
 	c->mac_table_size = 4096;
 	c->mac_age_s = 300;
@@ -899,7 +904,7 @@ incad_config_load(const char *path, struct incad_config *c)
 	static const char *const agg_keys[] = {"pool_size", "max_elems", "window",
 					       "max_slots", "session_seed", NULL};
 	static const char *const to_keys[] = {"heartbeat_ms", "evict_ms", NULL};
-	static const char *const ctl_keys[] = {"rate", "burst", NULL};
+	static const char *const ctl_keys[] = {"rate", "burst", "ring_size", "test_stall", NULL};
 	static const char *const sw_keys[] = {"mac_table_size", "mac_age_s", NULL};
 	struct parser p = {.path = path};
 	const config_setting_t *root, *g;
@@ -985,6 +990,11 @@ incad_config_load(const char *path, struct incad_config *c)
 		check_keys(&p, g, "control", ctl_keys);
 		GET_UINT(&p, g, "rate", 0, 10000000, false, c->ctrl_rate);
 		GET_UINT(&p, g, "burst", 1, 1000000, false, c->ctrl_burst);
+		GET_UINT(&p, g, "ring_size", 64, 65536, false, c->ctrl_ring_size);
+		if (c->ctrl_ring_size & (c->ctrl_ring_size - 1))
+			perr(&p, config_setting_get_member(g, "ring_size"),
+			     "ring_size %u is not a power of two", c->ctrl_ring_size);
+		get_bool(&p, g, "test_stall", &c->ctrl_test_stall);
 	}
 	g = member_of(&p, root, "switch", CONFIG_TYPE_GROUP, false);
 	if (g != NULL) {

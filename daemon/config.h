@@ -80,6 +80,8 @@ struct incad_tenant_conf {
 	uint32_t rate_mbps;              /* contributions' bandwidth into incad; 0: no limit */
 	uint32_t burst_kb;               /* what may arrive at once above the rate */
 	uint8_t priority;                /* its dynamic jobs' class (and static jobs' default) */
+	uint32_t ctrl_rate;              /* its JOINs per second, 0: no limit */
+	uint32_t ctrl_burst;             /* its JOINs at once above the rate */
 };
 
 struct incad_member_conf {
@@ -167,6 +169,8 @@ struct incad_config {
 	uint32_t evict_ms;             /* >= 1 */
 	uint32_t ctrl_rate;            /* HELLO+JOIN per second per source, 0: no limit */
 	uint32_t ctrl_burst;
+	uint32_t ctrl_ring_size;       /* the rings to and from the control thread */
+	bool ctrl_test_stall;          /* test hook /incad/ctrl_stall allowed */
 	uint32_t stats_interval;       /* seconds, 0: off */
 	uint32_t mac_table_size;       /* switch mode MAC table entries */
 	uint32_t mac_age_s;

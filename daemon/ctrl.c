@@ -4,9 +4,10 @@
 
 /*
  * Control plane: admission of members into jobs, job life cycle, tenants'
- * slot quotas, liveness. It runs on the I/O lcore between bursts (see
- * ctrl.h) and is the only writer of the job table, the member views and
- * the tenants' bookkeeping.
+ * slot quotas, liveness. It runs on the control thread (ctrl_thread.c,
+ * see ctrl.h), which is the only writer of the job table, the member
+ * views and the tenants' bookkeeping; only the per-source meter
+ * (incad_ctrl_admit()) and the version NACKs run on the I/O lcore.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -391,13 +392,29 @@ retired_free(void *p, enum retire_kind kind)
 	rte_free(j);
 }
 
-/* Free what every reader has let go of; with @wait, everything. */
+/*
+ * Wait for a grace period, as rte_rcu_qsbr_synchronize() would, but
+ * sleeping between looks instead of spinning: the control thread may share
+ * its CPU with the I/O lcore whose quiescent state it waits for (EAL puts
+ * control threads on the main lcore's CPU when the lcores take the rest).
+ */
 static void
-reclaim(struct incad_lcore *lc, bool wait)
+grace_period(void)
 {
-	/* The I/O lcore runs this between packets, holding no reference. */
-	if (lc != NULL)
-		rte_rcu_qsbr_quiescent(incad.qs, lc->idx);
+	uint64_t t = rte_rcu_qsbr_start(incad.qs);
+
+	while (rte_rcu_qsbr_check(incad.qs, t, false) != 1)
+		rte_delay_us_sleep(2);
+}
+
+/*
+ * Free what every reader has let go of; with @wait, everything. The
+ * control thread is no RCU reader (it is the writer), so it reports no
+ * quiescent state and its waits never wait for itself.
+ */
+static void
+reclaim(bool wait)
+{
 	while (retired_tail != retired_head) {
 		unsigned int i = retired_tail % RETIRE_MAX;
 
@@ -409,14 +426,14 @@ reclaim(struct incad_lcore *lc, bool wait)
 }
 
 static void
-retire(struct incad_lcore *lc, void *p, enum retire_kind kind)
+retire(void *p, enum retire_kind kind)
 {
 	unsigned int i;
 
 	if (retired_head - retired_tail == RETIRE_MAX) {
 		/* Full: wait for a grace period, which frees everything queued. */
-		rte_rcu_qsbr_synchronize(incad.qs, lc != NULL ? lc->idx : RTE_QSBR_THRID_INVALID);
-		reclaim(lc, false);
+		grace_period();
+		reclaim(false);
 	}
 	i = retired_head++ % RETIRE_MAX;
 	retired[i].p = p;
@@ -426,7 +443,7 @@ retire(struct incad_lcore *lc, void *p, enum retire_kind kind)
 
 /* Unpublish @j, give its slots back and free it once no reader holds it. */
 static void
-job_destroy(struct incad_lcore *lc, struct incad_job *j)
+job_destroy(struct incad_job *j)
 {
 	uint16_t pool = j->agg->p.pool_size;
 
@@ -439,17 +456,19 @@ job_destroy(struct incad_lcore *lc, struct incad_job *j)
 	__atomic_store_n(&jobs_bytes, jobs_bytes - agg_job_footprint(&j->agg->p) - sizeof(*j),
 			 __ATOMIC_RELAXED);
 	CTRL_INFO("job %u deleted, %u slots returned", j->id, pool);
-	retire(lc, j, RETIRE_JOB);
+	retire(j, RETIRE_JOB);
 }
 
 /*
  * Publish a new member view. With @reset the job is paused first and its
  * sets are reset once every lcore has left agg_contribute(): a job that
- * lost a member can never complete its open sets.
+ * lost a member can never complete its open sets. The grace period is
+ * waited for here, on the control thread: the dataplane lcores go on
+ * with every other job meanwhile (this one's contributions are dropped,
+ * JOB_RESETTING, until its sets are reset).
  */
 static int
-view_update(struct incad_lcore *lc, struct incad_job *j, const struct incad_view *nv,
-	    bool reset)
+view_update(struct incad_job *j, const struct incad_view *nv, bool reset)
 {
 	struct incad_view *n = malloc(sizeof(*n));
 	struct incad_view *old = j->view;
@@ -462,10 +481,10 @@ view_update(struct incad_lcore *lc, struct incad_job *j, const struct incad_view
 	agg_job_set_members(j->agg, n->live);
 	__atomic_store_n(&j->view, n, __ATOMIC_RELEASE);
 	if (!reset) {
-		retire(lc, old, RETIRE_VIEW);
+		retire(old, RETIRE_VIEW);
 		return 0;
 	}
-	rte_rcu_qsbr_synchronize(incad.qs, lc->idx);
+	grace_period();
 	agg_job_reset(j->agg);
 	agg_job_set_token(j->agg, n->session);
 	j->resets++;
@@ -541,6 +560,66 @@ vlan_allowed(const struct incad_tenant_conf *tc, uint16_t vlan)
 	for (i = 0; i < tc->nvlans; i++)
 		if (tc->vlans[i] == vlan)
 			return true;
+	return false;
+}
+
+/*
+ * JOINs per tenant (its control_rate per second, control_burst at once):
+ * an srTCM meter per tenant, with the per-source meter's colours, run on
+ * the control thread once the JOIN's token has named its tenant, so that
+ * only holders of the tenant's tokens spend its budget. A tenant whose
+ * hosts are many (each under control.rate) still gets no more of the
+ * control thread's JOINs than this, and another tenant's JOIN is admitted
+ * beside it. Only the control thread touches these meters.
+ */
+static struct rte_meter_srtcm_profile trl_profile[INCAD_MAX_TENANTS];
+static struct rte_meter_srtcm trl[INCAD_MAX_TENANTS];
+static bool trl_on[INCAD_MAX_TENANTS];
+
+static int
+tenant_rate_init(void)
+{
+	unsigned int t;
+	int ret;
+
+	for (t = 0; t < incad.cfg.ntenants; t++) {
+		const struct incad_tenant_conf *tc = &incad.cfg.tenants[t];
+		struct rte_meter_srtcm_params p = {
+			.cir = tc->ctrl_rate,
+			.cbs = tc->ctrl_burst,
+			.ebs = tc->ctrl_burst,
+		};
+
+		trl_on[t] = false;
+		if (tc->ctrl_rate == 0)
+			continue;
+		ret = rte_meter_srtcm_profile_config(&trl_profile[t], &p);
+		if (ret == 0)
+			ret = rte_meter_srtcm_config(&trl[t], &trl_profile[t]);
+		if (ret != 0)
+			return ret;
+		trl_on[t] = true;
+	}
+	return 0;
+}
+
+/* True when the JOIN in @m of tenant @t may go on; else answered or dropped. */
+static bool
+tenant_rate_ok(struct incad_lcore *lc, struct rte_mbuf *m, unsigned int t)
+{
+	enum rte_color col;
+
+	if (!trl_on[t])
+		return true;
+	col = rte_meter_srtcm_color_blind_check(&trl[t], &trl_profile[t], rte_get_tsc_cycles(),
+						1);
+	if (col == RTE_COLOR_GREEN)
+		return true;
+	lc->st.tenant_ctrl_limited[t]++;
+	if (col == RTE_COLOR_YELLOW)
+		nack(lc, m, INCA_NACK_RATE_LIMITED);
+	else
+		incad_drop_mbuf(lc, m, INCAD_DROP_CTRL_TENANT_RATE);
 	return false;
 }
 
@@ -620,6 +699,8 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 			return;
 		}
 	}
+	if (!tenant_rate_ok(lc, m, (unsigned int)t))
+		return;
 	tc = &incad.cfg.tenants[t];
 	if (!source_allowed(tc, meta->src_ip) || !vlan_allowed(tc, meta->vlan)) {
 		nack(lc, m, INCA_NACK_NOT_MEMBER);
@@ -722,9 +803,9 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	nv.m[msg->rank].secret = new_secret(j, __atomic_load_n(&j->incarnations, __ATOMIC_RELAXED),
 					    msg->rank);
 	__atomic_store_n(&j->last_seen[msg->rank], now, __ATOMIC_RELAXED);
-	if (view_update(lc, j, &nv, false) != 0) {
+	if (view_update(j, &nv, false) != 0) {
 		if (created)
-			job_destroy(lc, j);
+			job_destroy(j);
 		nack(lc, m, INCA_NACK_NO_SLOTS);
 		return;
 	}
@@ -734,16 +815,38 @@ ctrl_join(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	join_ack(lc, m, j);
 }
 
+/*
+ * A tree leaf's incarnation is about to be replaced: nothing of the next
+ * one goes up under the parent session of this one (the uplink, on the
+ * I/O lcore, leaves it and joins anew), and no parent session is
+ * published until uplink_release(). The uplink stores a session and then
+ * loads 'resetting'; here 'resetting' is stored and then the session:
+ * with both sequentially consistent, either it sees 'resetting' and takes
+ * its session back, or the zero stored here overwrites it.
+ */
+static void
+uplink_hold(struct incad_job *j)
+{
+	if (j->up == NULL)
+		return;
+	__atomic_store_n(&j->up->resetting, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&j->up->session, 0, __ATOMIC_SEQ_CST);
+}
+
+static void
+uplink_release(struct incad_job *j)
+{
+	if (j->up != NULL)
+		__atomic_store_n(&j->up->resetting, 0, __ATOMIC_RELEASE);
+}
+
 /* Remove the ranks in @gone (evicted when @evicted); may delete the job. */
 static void
-members_remove(struct incad_lcore *lc, struct incad_job *j, uint32_t gone, bool evicted)
+members_remove(struct incad_job *j, uint32_t gone, bool evicted)
 {
 	struct incad_view nv = *j->view;
 
-	/* A tree leaf: nothing of the next incarnation goes up under the
-	 * parent session of this one (the uplink leaves it and joins anew). */
-	if (j->up != NULL)
-		__atomic_store_n(&j->up->session, 0, __ATOMIC_RELEASE);
+	uplink_hold(j);
 
 	nv.live &= ~gone;
 	if (evicted)
@@ -763,33 +866,37 @@ members_remove(struct incad_lcore *lc, struct incad_job *j, uint32_t gone, bool 
 	/* The others learn of the loss through MEMBER_LOST; with nobody left
 	 * there is nobody to tell. */
 	nv.lost = nv.live != 0 ? nv.lost | gone : 0;
-	if (view_update(lc, j, &nv, true) != 0) {
+	if (view_update(j, &nv, true) != 0) {
 		/* Keep the old view, but never aggregate with a missing member. */
 		__atomic_store_n(&j->paused, 1, __ATOMIC_RELEASE);
 		INCAD_LOG(ctrl, ERR, "job %u: out of memory, job paused", j->id);
+		uplink_release(j);
 		return;
 	}
+	uplink_release(j);
 	if (nv.live == 0 && j->dynamic)
-		job_destroy(lc, j);
+		job_destroy(j);
 }
 
 void
-incad_ctrl_job_restart(struct incad_lcore *lc, struct incad_job *j)
+incad_ctrl_job_restart(struct incad_job *j)
 {
 	struct incad_view nv = *j->view;
 
-	if (j->up != NULL)
-		__atomic_store_n(&j->up->session, 0, __ATOMIC_RELEASE);
-	if (nv.cur == 0)
+	uplink_hold(j);
+	if (nv.cur == 0) {
+		uplink_release(j);
 		return;   /* nobody knows this incarnation: nothing of it to end */
+	}
 	nv.prev_session = nv.session;
 	nv.session = new_session(j, __atomic_add_fetch(&j->incarnations, 1, __ATOMIC_RELAXED),
 				 nv.session);
 	nv.cur = 0;
-	if (view_update(lc, j, &nv, true) != 0) {
+	if (view_update(j, &nv, true) != 0) {
 		__atomic_store_n(&j->paused, 1, __ATOMIC_RELEASE);
 		INCAD_LOG(ctrl, ERR, "job %u: out of memory, job paused", j->id);
 	}
+	uplink_release(j);
 }
 
 static void
@@ -837,11 +944,11 @@ ctrl_leave(struct incad_lcore *lc, struct rte_mbuf *m)
 	}
 	if (v->live & bit) {
 		CTRL_INFO("job %u: rank %u left", j->id, msg->rank);
-		members_remove(lc, j, bit, false);
+		members_remove(j, bit, false);
 	} else if (v->evicted & bit) {
 		nv = *v;
 		nv.evicted &= ~bit;
-		view_update(lc, j, &nv, false);
+		view_update(j, &nv, false);
 	}
 	reply(lc, m, INCA_MSG_LEAVE_ACK, 0, NULL);
 }
@@ -897,8 +1004,13 @@ ctrl_hello(struct incad_lcore *lc, struct rte_mbuf *m)
 	reply(lc, m, INCA_MSG_CAPS, 0, &c);
 }
 
-void
-incad_ctrl_bad_version(struct incad_lcore *lc, struct rte_mbuf *m)
+
+/*
+ * Answer a HELLO or JOIN of another protocol version (decoded with the v1
+ * layout) with NACK BAD_VERSION and incad's capabilities. Takes @m.
+ */
+static void
+ctrl_bad_version(struct incad_lcore *lc, struct rte_mbuf *m)
 {
 	lc->st.cnt[INCAD_CNT_CTRL_RX]++;
 	if (incad_meta(m)->msg.type == INCA_MSG_HELLO)
@@ -913,8 +1025,9 @@ incad_ctrl_bad_version(struct incad_lcore *lc, struct rte_mbuf *m)
  * messages as bytes) per bucket of source addresses. Green passes; yellow
  * (the excess burst) gets NACK RATE_LIMITED; red is dropped silently: "gets
  * RATE_LIMITED and then nothing" (docs/protocol.md). Sources that share a
- * bucket share its rate. Only the I/O lcore runs the control plane, so the
- * meters need no lock.
+ * bucket share its rate. The I/O lcore runs these meters, before the ring
+ * to the control thread, so that one source's flood is dropped there and
+ * never fills the ring; only it touches them, so they need no lock.
  */
 #define RL_BUCKETS 4096
 static struct rte_meter_srtcm_profile rl_profile;
@@ -947,14 +1060,14 @@ rate_init(void)
 	return 0;
 }
 
-/* True when @m may go on; otherwise it was answered or dropped. */
-static bool
-rate_ok(struct incad_lcore *lc, struct rte_mbuf *m)
+bool
+incad_ctrl_admit(struct incad_lcore *lc, struct rte_mbuf *m)
 {
+	uint8_t type = incad_meta(m)->msg.type;
 	uint32_t b;
 	enum rte_color col;
 
-	if (rl == NULL)
+	if (rl == NULL || (type != INCA_MSG_HELLO && type != INCA_MSG_JOIN))
 		return true;
 	b = rte_hash_crc_4byte(incad_meta(m)->src_ip, 0) & (RL_BUCKETS - 1);
 	col = rte_meter_srtcm_color_blind_check(&rl[b], &rl_profile, rte_get_tsc_cycles(), 1);
@@ -968,14 +1081,15 @@ rate_ok(struct incad_lcore *lc, struct rte_mbuf *m)
 }
 
 void
-incad_ctrl_handle(struct incad_lcore *lc, struct rte_mbuf *m)
+incad_ctrl_handle(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 {
-	uint64_t now = incad_now();
 	uint8_t type = incad_meta(m)->msg.type;
 
-	lc->st.cnt[INCAD_CNT_CTRL_RX]++;
-	if ((type == INCA_MSG_HELLO || type == INCA_MSG_JOIN) && !rate_ok(lc, m))
+	if (incad_meta(m)->msg.version != INCA_PROTO_VERSION) {
+		ctrl_bad_version(lc, m);
 		return;
+	}
+	lc->st.cnt[INCAD_CNT_CTRL_RX]++;
 	switch (type) {
 	case INCA_MSG_HELLO:
 		ctrl_hello(lc, m);
@@ -998,7 +1112,8 @@ incad_ctrl_handle(struct incad_lcore *lc, struct rte_mbuf *m)
 /*
  * An eviction an operator asked for (/incad/evict): the member is made to
  * look silent for longer than evict_ms, so that the eviction timer, which
- * runs next on this lcore, removes it as it removes any silent member.
+ * runs next on the control thread, removes it as it removes any silent
+ * member.
  */
 static void
 evict_requested(uint64_t now)
@@ -1026,7 +1141,7 @@ incad_ctrl_timer(struct incad_lcore *lc, uint64_t now)
 	unsigned int r;
 
 	evict_requested(now);
-	reclaim(lc, false);
+	reclaim(false);
 	ctrl_log_refill();
 	for (j = TAILQ_FIRST(&job_list); j != NULL; j = tmp) {
 		tmp = TAILQ_NEXT(j, next);
@@ -1045,7 +1160,7 @@ incad_ctrl_timer(struct incad_lcore *lc, uint64_t now)
 		lc->st.cnt[INCAD_CNT_EVICT] += __builtin_popcount(gone);
 		INCAD_LOG(ctrl, NOTICE, "job %u: evicting ranks 0x%x (silent for %u ms)", j->id,
 			  gone, incad.cfg.evict_ms);
-		members_remove(lc, j, gone, true);
+		members_remove(j, gone, true);
 	}
 }
 
@@ -1060,6 +1175,8 @@ incad_ctrl_init(void)
 	if (slot_map == NULL)
 		return -ENOMEM;
 	err = rate_init();
+	if (err == 0)
+		err = tenant_rate_init();
 	if (err != 0) {
 		INCAD_LOG(ctrl, ERR, "control rate limit: %s", strerror(-err));
 		return err;
@@ -1083,9 +1200,9 @@ incad_ctrl_fini(void)
 	struct incad_job *j;
 
 	while ((j = TAILQ_FIRST(&job_list)) != NULL)
-		job_destroy(NULL, j);
+		job_destroy(j);
 	/* Every reader is offline by now. */
-	reclaim(NULL, true);
+	reclaim(true);
 	free(slot_map);
 	slot_map = NULL;
 	rte_free(rl);

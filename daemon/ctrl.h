@@ -4,8 +4,12 @@
 
 /*
  * incad's control plane: tenants, jobs and their members; HELLO, JOIN,
- * LEAVE, HEARTBEAT; eviction. It runs on the I/O lcore, inline with the
- * packets, so a message that follows a JOIN always sees its effect.
+ * LEAVE, HEARTBEAT; eviction. It runs on the control thread
+ * (ctrl_thread.c), fed by the I/O lcore through a ring in arrival order,
+ * so a control message that follows a JOIN always sees its effect; a data
+ * message that follows a JOIN sees it once the JOIN_ACK is out (the view
+ * is published before the answer is built), which is when a worker sends
+ * one.
  *
  * The dataplane reads jobs without locks: the job table and each job's
  * member view are pointers published with release stores and freed only
@@ -102,8 +106,9 @@ struct incad_view {
 
 /*
  * A tree leaf's link to its parent aggregator (uplink.c runs it on the I/O
- * lcore). The dataplane reads session (acquire) and, when it is not 0,
- * the fields above it, which do not change while session is not 0.
+ * lcore). The dataplane and the control thread read session (acquire)
+ * and, when it is not 0, the fields above it, which do not change while
+ * session is not 0.
  */
 struct incad_uplink {
 	struct incad_dest d;   /* the parent */
@@ -119,6 +124,16 @@ struct incad_uplink {
 	 * trees").
 	 */
 	uint32_t session;
+	/*
+	 * Not 0 while the job's incarnation is being replaced: 'resetting' is
+	 * the control thread's (around a member's removal or a restart),
+	 * 'restart_req' the uplink's, set when the parent's incarnation is
+	 * lost and cleared by the control thread once the job has restarted.
+	 * While either is set the uplink neither JOINs the parent nor keeps a
+	 * session it was granted: one incarnation, one parent session.
+	 */
+	uint32_t resetting;
+	uint32_t restart_req;
 	/* uplink.c only. */
 	const struct incad_job_conf *conf;
 	int state;             /* enum in uplink.c */
@@ -208,26 +223,114 @@ int incad_ctrl_init(void);
 void incad_ctrl_fini(void);
 
 /*
- * Handle the control message in @m (meta filled, on the I/O lcore @lc).
- * Takes ownership of @m; answers go out through incad_tx().
+ * The per-source meter of HELLO and JOIN (control.rate), on the I/O lcore
+ * @lc before the message goes to the control thread: true when @m may go
+ * on; otherwise @m was answered (NACK RATE_LIMITED) or dropped.
  */
-void incad_ctrl_handle(struct incad_lcore *lc, struct rte_mbuf *m);
+bool incad_ctrl_admit(struct incad_lcore *lc, struct rte_mbuf *m);
 
 /*
- * Answer a HELLO or JOIN of another protocol version (decoded with the v1
- * layout) with NACK BAD_VERSION and incad's capabilities. Takes @m.
+ * Handle the control message in @m (meta filled) on the control thread
+ * (@lc is its incad.ctrl). Takes ownership of @m; answers go out through
+ * incad_tx(), hence the control thread's tx ring.
  */
-void incad_ctrl_bad_version(struct incad_lcore *lc, struct rte_mbuf *m);
+void incad_ctrl_handle(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now);
+
 
 /*
  * Start a new incarnation of @j that every member must join again (its
  * members stay admitted; their messages of the old one get MEMBER_LOST):
- * a tree leaf whose parent lost its incarnation.
+ * a tree leaf whose parent lost its incarnation. Control thread only.
  */
-void incad_ctrl_job_restart(struct incad_lcore *lc, struct incad_job *j);
+void incad_ctrl_job_restart(struct incad_job *j);
 
-/* Evict silent members; called on the I/O lcore every few milliseconds. */
+/* Evict silent members, free what RCU allows; on the control thread every 10 ms. */
 void incad_ctrl_timer(struct incad_lcore *lc, uint64_t now);
+
+/*
+ * The control thread (ctrl_thread.c). init: its rings, eventfd and
+ * counters (after the lcores exist); start: the thread; stop: wake it,
+ * wait for it (incad.quit set) and free what its rings still hold;
+ * fini: free the rest. 0 or a negative errno.
+ */
+int incad_ctrl_thread_init(void);
+int incad_ctrl_thread_start(void);
+void incad_ctrl_thread_stop(void);
+void incad_ctrl_thread_fini(void);
+
+/*
+ * I/O lcore: pass the control message @m to the control thread (takes
+ * @m; a full ring is the counted drop CTRL_RING_FULL, never a wait).
+ */
+void incad_ctrl_enqueue(struct incad_lcore *lc, struct rte_mbuf *m);
+/*
+ * I/O lcore, once per loop: wake the control thread if it sleeps and
+ * something was queued for it (a syscall only then).
+ */
+void incad_ctrl_kick(struct incad_lcore *lc);
+/* Any thread: wake the control thread now (telemetry's requests). */
+void incad_ctrl_wake(void);
+/*
+ * Order per job. A JOIN or LEAVE of job J in the control thread's ring has
+ * not taken effect yet; a data message of J that arrives meanwhile must
+ * see its effect, as when the control plane ran inline (and as the
+ * conformance tests, which send a JOIN and its CONTRIBs back to back,
+ * expect). So the I/O lcore holds J's data messages back, in arrival
+ * order, until the control thread has handled the JOIN or LEAVE before
+ * them and its answers are out; and the control thread handles a control
+ * message only once the data that arrived before it has been released.
+ * Other jobs' data never waits: the fence is per job id, and nothing of
+ * the data path runs on the control thread. Every control message queued
+ * gets a sequence number; incad_fences[J].ctrl holds the one of J's last
+ * JOIN or LEAVE, .held how many of J's data messages are held; the
+ * control thread publishes the last number it has finished and answered
+ * (incad_ctrl_done).
+ */
+struct incad_ctrl_fence {
+	uint64_t ctrl;
+	uint64_t held;
+};
+
+extern struct incad_ctrl_fence incad_fences[65536];
+extern uint64_t incad_ctrl_done;
+
+/* The I/O lcore's side: only it reads and writes these. */
+struct incad_ctrl_io {
+	uint64_t seq;        /* last sequence number given */
+	uint64_t done_cache; /* incad_ctrl_done as last read */
+};
+
+extern struct incad_ctrl_io incad_ctrl_io;
+
+/* I/O lcore: must a data message of @job be held? */
+static inline bool
+incad_ctrl_fenced(uint16_t job)
+{
+	const struct incad_ctrl_fence *f = &incad_fences[job];
+
+	/* The common case reads nothing the control thread writes. */
+	if (likely(f->held == 0 && f->ctrl <= incad_ctrl_io.done_cache))
+		return false;
+	if (f->held != 0)
+		return true;
+	incad_ctrl_io.done_cache = __atomic_load_n(&incad_ctrl_done, __ATOMIC_ACQUIRE);
+	return f->ctrl > incad_ctrl_io.done_cache;
+}
+
+/* I/O lcore: hold the data message @m behind its job's JOIN or LEAVE (takes @m). */
+void incad_ctrl_hold(struct incad_lcore *lc, struct rte_mbuf *m);
+/*
+ * I/O lcore, every loop: send the control thread's answers and take the
+ * held data messages whose JOIN or LEAVE has been handled and answered
+ * (at most @n, in order, into @b: the caller dispatches them). Returns
+ * how many were taken into @b; *@answers: how many answers were sent.
+ */
+unsigned int incad_ctrl_release(struct incad_lcore *lc, struct rte_mbuf **b, unsigned int n,
+				unsigned int *answers);
+/* I/O lcore: has the control thread finished everything it was given, is nothing held? */
+bool incad_ctrl_idle(void);
+/* True while the control thread is stalled by the test hook (telemetry). */
+bool incad_ctrl_stalled(void);
 
 /* Slots in use by a tenant (racy read for telemetry). */
 uint32_t incad_tenant_used(unsigned int t);

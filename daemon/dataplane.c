@@ -41,7 +41,7 @@
  */
 #define RESULT_CHAIN_MIN 2048
 #define RING_BURST 64
-/* How often the I/O lcore looks for silent members. */
+/* How often the I/O lcore runs its timer hooks (uplinks, statistics, arbitration). */
 #define TIMER_MS 10
 /* First adaptive sleep; later ones double up to the configured maximum. */
 #define FIRST_SLEEP_US 8
@@ -708,6 +708,45 @@ contrib_decode(const uint8_t *p, size_t len, unsigned int max_elems, struct inca
 }
 
 /*
+ * A data message (a CONTRIB, or a tree parent's RESULT or NACK for a
+ * chunk), decoded, to the lcore that owns its slot. Takes @m.
+ */
+static void
+data_dispatch(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
+{
+	const struct inca_msg *msg = &incad_meta(m)->msg;
+	unsigned int owner;
+
+	owner = incad.nlcores == 1 ? 0 : (msg->job + msg->slot) % incad.nlcores;
+	if (owner == lc->idx) {
+		contrib_input(lc, m, now);
+		return;
+	}
+	if (rte_ring_sp_enqueue(incad.lcores[owner].rx_ring, m) != 0) {
+		incad_drop_mbuf(lc, m, INCAD_DROP_RING_FULL);
+		return;
+	}
+	lc->st.cnt[INCAD_CNT_DISPATCH]++;
+}
+
+/*
+ * The control thread's answers, then the data messages held behind the
+ * JOINs and LEAVEs it has handled (ctrl.h, "Order per job"): a JOIN_ACK
+ * leaves before the RESULT of a CONTRIB that came after the JOIN.
+ */
+static unsigned int
+io_ctrl(struct incad_lcore *lc, uint64_t now)
+{
+	struct rte_mbuf *b[RING_BURST];
+	unsigned int i, n, answers;
+
+	n = incad_ctrl_release(lc, b, RING_BURST, &answers);
+	for (i = 0; i < n; i++)
+		data_dispatch(lc, b[i], now);
+	return n + answers;
+}
+
+/*
  * A valid UDP datagram to the INCA port of a local address, or the INCA
  * message of a valid RoCEv2 packet from queue pair @qpn (@roce). Takes @m.
  */
@@ -718,7 +757,6 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 	struct incad_meta *meta = incad_meta(m);
 	struct inca_msg *msg = &meta->msg;
 	enum inca_wire_err err;
-	unsigned int owner;
 
 	if (likely(contrib_decode(f->msg, f->msg_len, incad.cfg.max_elems, msg)))
 		err = INCA_WIRE_OK;
@@ -746,7 +784,9 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 		 * so a spoofed one gains nothing. */
 		if (err == INCA_WIRE_VERSION && !roce && f->msg_len >= INCA_HDR_LEN + INCA_CTRL_LEN &&
 		    (msg->type == INCA_MSG_HELLO || msg->type == INCA_MSG_JOIN)) {
-			incad_ctrl_bad_version(lc, m);
+			/* Answered by the control thread, in order with the
+			 * others (it sees msg.version). */
+			incad_ctrl_enqueue(lc, m);
 			return;
 		}
 		rte_pktmbuf_free(m);
@@ -795,22 +835,22 @@ inca_input(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t in_port,
 			incad_drop_mbuf(lc, m, INCAD_DROP_INJECTED_LOSS);
 			return;
 		}
-		owner = incad.nlcores == 1 ? 0 : (msg->job + msg->slot) % incad.nlcores;
-		if (owner == lc->idx) {
-			contrib_input(lc, m, now);
+		/* Behind its job's JOIN or LEAVE while the control thread has
+		 * not handled it (ctrl.h, "Order per job"). */
+		if (unlikely(incad_ctrl_fenced(msg->job))) {
+			incad_ctrl_hold(lc, m);
 			return;
 		}
-		if (rte_ring_sp_enqueue(incad.lcores[owner].rx_ring, m) != 0) {
-			incad_drop_mbuf(lc, m, INCAD_DROP_RING_FULL);
-			return;
-		}
-		lc->st.cnt[INCAD_CNT_DISPATCH]++;
+		data_dispatch(lc, m, now);
 		return;
 	case INCA_MSG_HELLO:
 	case INCA_MSG_JOIN:
 	case INCA_MSG_LEAVE:
 	case INCA_MSG_HEARTBEAT:
-		incad_ctrl_handle(lc, m);
+		/* The per-source meter here, so that a flood is dropped before
+		 * the ring; the rest on the control thread (ctrl_thread.c). */
+		if (incad_ctrl_admit(lc, m))
+			incad_ctrl_enqueue(lc, m);
 		return;
 	default:
 		incad_drop_mbuf(lc, m, INCAD_DROP_UNEXPECTED_MSG);
@@ -1073,8 +1113,10 @@ io_loop(struct incad_lcore *lc)
 	unsigned int p, i, n, work;
 	uint64_t now;
 
-	while (!incad.quit) {
-		work = 0;
+	while (!incad.quit && !incad.stopping) {
+		/* The control thread's answers and the data they release
+		 * first: they came before what the ports hold now. */
+		work = io_ctrl(lc, incad_now());
 		now = incad_now();
 		for (p = 0; p < incad.nports; p++) {
 			n = rte_eth_rx_burst(incad.ports[p].port_id, 0, b, RX_BURST);
@@ -1093,6 +1135,7 @@ io_loop(struct incad_lcore *lc)
 			work += n;
 		}
 		work += io_drain_tx_rings(lc);
+		incad_ctrl_kick(lc);
 		free_flush(lc);
 		incad_tx_flush_io(lc);
 		if (now >= next_timer) {
@@ -1104,6 +1147,37 @@ io_loop(struct incad_lcore *lc)
 		rte_rcu_qsbr_quiescent(incad.qs, lc->idx);
 		idle(lc, work, now);
 	}
+}
+
+/* At shutdown the I/O lcore waits this long at most for the control thread. */
+#define QUIESCE_MS 5000
+
+/*
+ * A signal came: receive nothing more, but let the control thread finish
+ * what it was given, send its answers and aggregate the data held behind
+ * them, as when the control plane ran inline (the dpdk tests stop
+ * incad once it has received their frames); then stop every lcore.
+ * Bounded: a thread held by the test hook is let go by incad.stopping.
+ */
+static void
+io_quiesce(struct incad_lcore *lc)
+{
+	uint64_t end = incad_now() + incad.hz * QUIESCE_MS / 1000, now;
+	unsigned int work;
+
+	incad_ctrl_wake();
+	do {
+		now = incad_now();
+		work = io_ctrl(lc, now) + io_drain_tx_rings(lc);
+		free_flush(lc);
+		incad_tx_flush_io(lc);
+		rte_rcu_qsbr_quiescent(incad.qs, lc->idx);
+		if (work == 0 && incad_ctrl_idle())
+			break;
+		if (work == 0)
+			rte_delay_us_sleep(50);
+	} while (now < end);
+	incad.quit = true;
 }
 
 static __attribute__((hot)) void
@@ -1135,12 +1209,14 @@ incad_lcore_main(void *arg)
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	lc->sleep_us = FIRST_SLEEP_US;
 	INCAD_LOG(dp, INFO, "lcore %u: %s", rte_lcore_id(),
-		  lc->idx == 0 ? "I/O, control and aggregation" : "aggregation");
+		  lc->idx == 0 ? "I/O and aggregation" : "aggregation");
 	rte_rcu_qsbr_thread_online(incad.qs, lc->idx);
-	if (lc->idx == 0)
+	if (lc->idx == 0) {
 		io_loop(lc);
-	else
+		io_quiesce(lc);
+	} else {
 		agg_loop(lc);
+	}
 	rte_rcu_qsbr_thread_offline(incad.qs, lc->idx);
 	free_flush(lc);
 	if (lc->idx != 0) {

@@ -6,8 +6,9 @@
  * The dataplane (dataplane.c): the lcore loops, INCA frame handling,
  * contributions and results. It sits on top: it dispatches to the control
  * plane (ctrl.h), the host/switch side (l2.h) and transmits through tx.h;
- * none of them calls back into it. Periodic work (eviction, statistics)
- * reaches the I/O lcore as timer hooks registered before the lcores start.
+ * none of them calls back into it. Periodic work (the uplinks, statistics,
+ * arbitration) reaches the I/O lcore as timer hooks registered before the
+ * lcores start; eviction runs on the control thread (ctrl_thread.c).
  */
 #ifndef INCAD_DATAPLANE_H
 #define INCAD_DATAPLANE_H

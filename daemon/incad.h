@@ -4,13 +4,17 @@
 
 /*
  * incad's shared run-time state: ports, dataplane lcores, counters and log
- * types. Which thread owns what:
+ * types. Which thread owns what (docs/incad.md, "Threads"):
  *  - the I/O lcore (dataplane lcore 0) polls every port, answers ARP and
- *    ICMP, forwards in switch mode, runs the control plane inline (so a
- *    JOIN is admitted before the next frame is looked at) and transmits
- *    every frame;
+ *    ICMP, forwards in switch mode, meters HELLO and JOIN per source, runs
+ *    the tree leaves' uplinks and transmits every frame; control messages
+ *    it passes to the control thread through a ring;
  *  - the other dataplane lcores aggregate the slots they own, fed by the
  *    I/O lcore through a ring, and hand their frames back through another;
+ *  - the control thread (ctrl_thread.c, a DPDK control thread, asleep when
+ *    idle) handles HELLO, JOIN, LEAVE and HEARTBEAT, evicts, waits for RCU
+ *    grace periods and resets jobs; it is the only writer of the job
+ *    table and hands its answers back through a ring, as an lcore does;
  *  - the main lcore prints statistics and waits for a signal (or is the
  *    I/O lcore itself when EAL gave incad a single lcore);
  *  - telemetry threads only read, inside an RCU read-side section.
@@ -48,8 +52,12 @@
 	X(RESULT_CHAINED, "of which a header mbuf chained to the set's shared payload") \
 	X(REPLAY_TX, "RESULT replays sent to one sender") \
 	X(NACK_TX, "NACK frames sent") \
-	X(CTRL_RX, "control messages handled") \
+	X(CTRL_QUEUED, "control messages passed to the control thread") \
+	X(CTRL_RX, "control messages handled by the control thread") \
 	X(CTRL_TX, "control answers sent") \
+	X(CTRL_TX_RING, "answers the control thread passed to the I/O lcore") \
+	X(CTRL_WAKEUP, "wake-ups of the sleeping control thread by the I/O lcore") \
+	X(CTRL_HELD, "data messages the I/O lcore held back behind their job's JOIN or LEAVE until the control thread had handled it") \
 	X(ARP_REPLY, "ARP replies sent") \
 	X(ARP_LEARN, "neighbours learned from ARP") \
 	X(ARP_REQUEST, "ARP requests sent (a tree's parent)") \
@@ -99,9 +107,12 @@ enum incad_counter {
 	X(CTRL_BAD_SECRET, "LEAVE or HEARTBEAT from the member's address without its member secret") \
 	X(CTRL_REFUSED, "control request refused (NACK sent)") \
 	X(CTRL_RATE_LIMITED, "HELLO or JOIN beyond its source's rate and burst, after RATE_LIMITED was sent") \
+	X(CTRL_TENANT_RATE, "JOIN beyond its tenant's control_rate and control_burst, after RATE_LIMITED was sent") \
+	X(CTRL_RING_FULL, "control message dropped: the ring to the control thread is full") \
+	X(CTRL_HOLD_FULL, "data message to hold behind its job's JOIN or LEAVE dropped: the hold queue is full") \
 	X(NO_MBUF, "no mbuf for an answer") \
 	X(RING_FULL, "dispatch ring to an aggregation lcore full") \
-	X(TX_RING_FULL, "ring back to the I/O lcore full") \
+	X(TX_RING_FULL, "ring back to the I/O lcore (from an lcore or the control thread) full") \
 	X(TX_FULL, "port transmit queue full") \
 	X(SHUTDOWN, "frame left in a ring at shutdown") \
 	X(UPLINK_DOWN, "JOIN of a tree's leaf job while it is not joined to its parent") \
@@ -139,6 +150,8 @@ struct incad_lcore_stats {
 	 * the frames it dropped (incad/TENANT_RATE as well). */
 	uint64_t tenant_bytes[INCAD_MAX_TENANTS];
 	uint64_t tenant_rate_drops[INCAD_MAX_TENANTS];
+	/* JOINs over the tenant's control_rate (control thread). */
+	uint64_t tenant_ctrl_limited[INCAD_MAX_TENANTS];
 	/* Arbitration, by priority class: bytes that reached it (demand),
 	 * bytes it let through, contributions it held back. */
 	uint64_t class_offered[INCAD_PRIO_CLASSES];
@@ -161,7 +174,7 @@ struct incad_port {
 };
 
 struct incad_lcore {
-	unsigned int idx;        /* dataplane index; 0 is the I/O lcore */
+	unsigned int idx;        /* dataplane index; 0 is the I/O lcore, nlcores the control thread */
 	unsigned int lcore_id;
 	struct rte_ring *rx_ring; /* I/O lcore -> this lcore (contributions) */
 	struct rte_ring *tx_ring; /* this lcore -> I/O lcore (frames to send) */
@@ -199,6 +212,9 @@ struct incad_meta {
 	uint8_t src_mac[6];
 	uint32_t qpn;         /* RoCEv2: the sender's queue pair (DETH SrcQP) */
 	bool roce;            /* came as RoCEv2 (else UDP to the INCA port) */
+	uint64_t ctrl_seq;    /* control message: its place in the stream to the control thread;
+			       * held data: the one it waits for */
+	uint64_t ctrl_after;  /* held data: the last control message queued before it */
 };
 
 struct incad {
@@ -208,17 +224,28 @@ struct incad {
 	struct incad_port ports[INCAD_MAX_PORTS];
 	unsigned int nlcores;          /* dataplane lcores */
 	struct incad_lcore *lcores;    /* nlcores of them */
+	/*
+	 * The control thread's state in the form of an lcore's (index
+	 * nlcores): its counters, its tx buffer and its tx ring back to the
+	 * I/O lcore. Its rx_ring takes the control messages. Not an RCU
+	 * reader: it is the only writer of what the readers read.
+	 */
+	struct incad_lcore *ctrl;
 	struct rte_rcu_qsbr *qs;       /* readers: dataplane lcores, then telemetry */
 	unsigned int tel_tid;          /* RCU thread id of the telemetry threads */
 	uint64_t hz;                   /* timer cycles per second */
 	uint64_t start_tsc;
 	volatile bool quit;
+	/* A signal came: the I/O lcore stops receiving, lets the control
+	 * thread finish what it was given, then sets quit. */
+	volatile bool stopping;
 	size_t mbuf_bytes;             /* footprint figures printed at start-up */
 	size_t slot_bytes_max;
 	size_t table_bytes;
 	/* Operator requests from telemetry, carried out by the I/O lcore. */
 	uint64_t drop_thresh;          /* drop a contribution if rand32 < this (2^32: all) */
 	uint32_t evict_req;            /* job << 8 | rank to evict; 0: none pending */
+	uint32_t ctrl_stall_ms;        /* test hook: the control thread sleeps this long */
 };
 
 extern struct incad incad;

@@ -5,8 +5,9 @@
 /*
  * incad: the INCA aggregation daemon. Start-up order: command line and
  * configuration (before EAL, so that mistakes cost nothing), EAL, the mbuf
- * pool, RCU, rings, ports, jobs, telemetry; then the dataplane lcores run
- * until SIGINT or SIGTERM, and everything is undone in reverse order.
+ * pool, RCU, rings, ports, the control thread's rings, jobs, telemetry;
+ * then the control thread and the dataplane lcores run until SIGINT or
+ * SIGTERM, and everything is undone in reverse order.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -144,7 +145,8 @@ parse_cli(int argc, char **argv, struct cli *cli)
 static void
 on_signal(int sig __rte_unused)
 {
-	incad.quit = true;
+	/* The I/O lcore sets quit once the control thread is done. */
+	incad.stopping = true;
 }
 
 static void
@@ -372,6 +374,11 @@ main(int argc, char **argv)
 	ret = incad_l2_init();
 	if (ret != 0)
 		goto out_ports;
+	ret = incad_ctrl_thread_init();
+	if (ret != 0) {
+		INCAD_LOG(cfg, ERR, "control thread's rings: %s", strerror(-ret));
+		goto out_ctrl;
+	}
 	ret = incad_ctrl_init();
 	if (ret != 0)
 		goto out_ctrl;
@@ -388,9 +395,10 @@ main(int argc, char **argv)
 		INCAD_LOG(cfg, ERR, "arbitration meters: %s", strerror(-ret));
 		goto out_ctrl;
 	}
-	/* Periodic work of the I/O lcore: eviction, the tree leaves' uplinks,
-	 * the statistics, then the arbitration's rates. */
-	if (incad_timer_add(incad_ctrl_timer) != 0 || incad_timer_add(incad_uplink_timer) != 0 ||
+	/* Periodic work of the I/O lcore: the tree leaves' uplinks, the
+	 * statistics, then the arbitration's rates (eviction is the control
+	 * thread's). */
+	if (incad_timer_add(incad_uplink_timer) != 0 ||
 	    incad_timer_add(incad_stats_timer) != 0 || incad_timer_add(incad_arb_timer) != 0) {
 		ret = -ENOSPC;
 		goto out_ctrl;
@@ -412,6 +420,11 @@ main(int argc, char **argv)
 		       INCA_ROCE_PORT, incad.cfg.roce_qpn, incad.cfg.roce_qkey);
 	incad_footprint_print(stdout);
 
+	ret = incad_ctrl_thread_start();
+	if (ret != 0) {
+		INCAD_LOG(cfg, ERR, "control thread: %s", strerror(-ret));
+		goto out_ctrl;
+	}
 	for (i = 0; i < incad.nlcores; i++) {
 		if (incad.lcores[i].lcore_id == rte_get_main_lcore())
 			continue;
@@ -432,6 +445,7 @@ main(int argc, char **argv)
 		}
 	}
 	rte_eal_mp_wait_lcore();
+	incad_ctrl_thread_stop();
 	lcores_free();
 	incad_stats_print(stdout, "final statistics");
 	status = EXIT_SUCCESS;
@@ -439,7 +453,9 @@ main(int argc, char **argv)
 out_ctrl:
 	/* Telemetry threads outlive everything below; keep them out. */
 	incad_readers_open(false);
+	incad_ctrl_thread_stop();
 	incad_ctrl_fini();
+	incad_ctrl_thread_fini();
 	incad_l2_fini();
 out_ports:
 	incad_ports_fini();

@@ -94,8 +94,11 @@ incad_stats_sum(struct incad_lcore_stats *out)
 	unsigned int i, k, n = sizeof(*out) / sizeof(uint64_t);
 
 	memset(out, 0, sizeof(*out));
-	for (i = 0; i < incad.nlcores; i++) {
-		src = (const uint64_t *)&incad.lcores[i].st;
+	/* The dataplane lcores, then the control thread (index nlcores). */
+	for (i = 0; i <= incad.nlcores; i++) {
+		if (i == incad.nlcores && incad.ctrl == NULL)
+			break;
+		src = (const uint64_t *)(i < incad.nlcores ? &incad.lcores[i].st : &incad.ctrl->st);
 		for (k = 0; k < n; k++)
 			dst[k] += __atomic_load_n(&src[k], __ATOMIC_RELAXED);
 	}

@@ -235,7 +235,7 @@ tel_job(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d
 
 /*
  * Evict a live member, as if it had been silent for evict_ms: the request
- * is carried out by the I/O lcore within one timer tick (10 ms); the
+ * is carried out by the control thread within one timer tick (10 ms); the
  * answer only says it was accepted. Parameters: job id, rank.
  */
 static int
@@ -332,7 +332,7 @@ tel_lcores(const char *cmd __rte_unused, const char *params __rte_unused,
 			return -ENOMEM;
 		rte_tel_data_start_dict(ld);
 		rte_tel_data_add_dict_int(ld, "lcore_id", (int)lc->lcore_id);
-		rte_tel_data_add_dict_string(ld, "role", i == 0 ? "io+control+aggregation" :
+		rte_tel_data_add_dict_string(ld, "role", i == 0 ? "io+aggregation" :
 								  "aggregation");
 		rte_tel_data_add_dict_u64(ld, "busy_polls", lc->st.busy_polls);
 		rte_tel_data_add_dict_u64(ld, "empty_polls", lc->st.empty_polls);
@@ -440,8 +440,69 @@ tel_tenants(const char *cmd __rte_unused, const char *params __rte_unused,
 		rte_tel_data_add_dict_u64(td, "burst_kb", tc->burst_kb);
 		rte_tel_data_add_dict_u64(td, "contrib_bytes", s.tenant_bytes[t]);
 		rte_tel_data_add_dict_u64(td, "rate_drops", s.tenant_rate_drops[t]);
+		/* Its JOINs' meter on the control thread (0: none). */
+		rte_tel_data_add_dict_u64(td, "control_rate", tc->ctrl_rate);
+		rte_tel_data_add_dict_u64(td, "control_burst", tc->ctrl_burst);
+		rte_tel_data_add_dict_u64(td, "control_limited", s.tenant_ctrl_limited[t]);
 		rte_tel_data_add_dict_container(d, tc->name, td, 0);
 	}
+	return 0;
+}
+
+/*
+ * The control thread: its rings, what went through them and what they
+ * dropped, whether the test hook holds it.
+ */
+static int
+tel_ctrl(const char *cmd __rte_unused, const char *params __rte_unused,
+	 struct rte_tel_data *d)
+{
+	const struct incad_lcore *c = incad.ctrl;
+	struct incad_lcore_stats s;
+
+	incad_stats_sum(&s);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "ring_size", incad.cfg.ctrl_ring_size);
+	rte_tel_data_add_dict_u64(d, "rx_ring_used", rte_ring_count(c->rx_ring));
+	rte_tel_data_add_dict_u64(d, "tx_ring_used", rte_ring_count(c->tx_ring));
+	rte_tel_data_add_dict_u64(d, "queued", s.cnt[INCAD_CNT_CTRL_QUEUED]);
+	rte_tel_data_add_dict_u64(d, "handled", c->st.cnt[INCAD_CNT_CTRL_RX]);
+	rte_tel_data_add_dict_u64(d, "ring_full", s.drop[INCAD_DROP_CTRL_RING_FULL]);
+	rte_tel_data_add_dict_u64(d, "tx_ring_answers", s.cnt[INCAD_CNT_CTRL_TX_RING]);
+	rte_tel_data_add_dict_u64(d, "tx_ring_full", c->st.drop[INCAD_DROP_TX_RING_FULL]);
+	rte_tel_data_add_dict_u64(d, "wakeups", s.cnt[INCAD_CNT_CTRL_WAKEUP]);
+	rte_tel_data_add_dict_u64(d, "source_rate_limited", s.drop[INCAD_DROP_CTRL_RATE_LIMITED]);
+	rte_tel_data_add_dict_u64(d, "tenant_rate_limited", s.drop[INCAD_DROP_CTRL_TENANT_RATE]);
+	rte_tel_data_add_dict_int(d, "test_stall", incad.cfg.ctrl_test_stall);
+	rte_tel_data_add_dict_int(d, "stalled", incad_ctrl_stalled());
+	return 0;
+}
+
+/*
+ * Test hook: hold the control thread for N ms (1..60000), as a slow
+ * control plane would be held; refused unless control.test_stall is set.
+ * The answer says it was accepted; /incad/ctrl says "stalled" meanwhile.
+ */
+static int
+tel_ctrl_stall(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
+{
+	unsigned long ms;
+	char *end;
+
+	if (params == NULL || *params == '\0')
+		return -EINVAL;
+	errno = 0;
+	ms = strtoul(params, &end, 10);
+	if (errno != 0 || *end != '\0' || ms == 0 || ms > 60000)
+		return -EINVAL;
+	rte_tel_data_start_dict(d);
+	if (!incad.cfg.ctrl_test_stall) {
+		rte_tel_data_add_dict_string(d, "error", "test hook off (control.test_stall)");
+		return 0;
+	}
+	__atomic_store_n(&incad.ctrl_stall_ms, (uint32_t)ms, __ATOMIC_RELEASE);
+	incad_ctrl_wake();
+	rte_tel_data_add_dict_string(d, "status", "requested");
 	return 0;
 }
 
@@ -518,6 +579,9 @@ static const struct {
 	{"/incad/arbitration", tel_arbitration,
 	 "arbitration between priority classes: policy, capacity, each class's share and use"},
 	{"/incad/evict", tel_evict, "evict a live member. Parameters: job id, rank"},
+	{"/incad/ctrl", tel_ctrl, "incad's control thread: its rings, counters and drops"},
+	{"/incad/ctrl_stall", tel_ctrl_stall,
+	 "test hook (control.test_stall): hold the control thread. Parameter: ms"},
 	{"/incad/drop_prob", tel_drop_prob,
 	 "probability of dropping each contribution received. Parameter: 0..1 (0: off)"},
 };

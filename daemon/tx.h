@@ -15,8 +15,9 @@
 
 /*
  * Queue @m for transmission on port index @port. Takes ownership of @m:
- * the I/O lcore buffers it per port, other lcores pass it back through
- * their tx ring; a frame that cannot be queued is freed and counted.
+ * the I/O lcore buffers it per port, other lcores and the control thread
+ * pass it back through their tx ring; a frame that cannot be queued is
+ * freed and counted.
  */
 void incad_tx(struct incad_lcore *lc, struct rte_mbuf *m, uint16_t port);
 

@@ -9,14 +9,20 @@
  * as its configured rank, keeps the membership alive with HEARTBEATs and
  * LEAVEs when its own job resets. The partial sums themselves and the
  * parent's RESULTs are the dataplane's (dataplane.c); everything here runs
- * on the I/O lcore, from the timer hook and from incad_uplink_input().
+ * on the I/O lcore, from the timer hook and from incad_uplink_input(),
+ * except incad_uplink_restarts(), on the control thread. The uplink stays
+ * on the I/O lcore because it needs the neighbour table (ARP) only that
+ * lcore writes, and costs a few frames per heartbeat; what it would
+ * change in the job itself, a restart, it asks the control thread for.
  *
  * The one rule that keeps a tree exactly-once across resets: an
  * incarnation of the leaf's job sends under at most one parent session.
  * The leaf's own resets zero the published session first (ctrl.c) and the
  * uplink then leaves that parent incarnation; a lost parent incarnation
- * (NACK MEMBER_LOST or EVICTED, or a silent parent) zeroes it and restarts
- * the leaf's job before the uplink joins again.
+ * (NACK MEMBER_LOST or EVICTED, or a silent parent) zeroes it and has the
+ * control thread restart the leaf's job before the uplink joins again:
+ * while a reset or a restart is under way (ctrl.h, 'resetting' and
+ * 'restart_req') the uplink neither JOINs nor keeps a granted session.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -46,6 +52,14 @@ static const char *const state_names[] = {"resolving", "joining", "up", "leaving
 
 static struct incad_job *leaves[INCAD_MAX_STATIC_JOBS];
 static unsigned int nleaves;
+
+/* The job's incarnation is being replaced: no parent session now. */
+static bool
+held(const struct incad_uplink *u)
+{
+	return __atomic_load_n(&u->resetting, __ATOMIC_SEQ_CST) != 0 ||
+	       __atomic_load_n(&u->restart_req, __ATOMIC_SEQ_CST) != 0;
+}
 
 static uint64_t
 ms_cycles(uint32_t ms)
@@ -131,7 +145,7 @@ send_ctrl(struct incad_lcore *lc, struct incad_job *j, uint8_t type, uint32_t to
  * members restart their numbering with everybody else's.
  */
 static void
-parent_lost(struct incad_lcore *lc, struct incad_job *j, uint64_t now, const char *why)
+parent_lost(struct incad_job *j, uint64_t now, const char *why)
 {
 	struct incad_uplink *u = j->up;
 
@@ -140,8 +154,28 @@ parent_lost(struct incad_lcore *lc, struct incad_job *j, uint64_t now, const cha
 	u->losses++;
 	u->left = u->joined;
 	u->joined = 0;
-	incad_ctrl_job_restart(lc, j);   /* zeroes u->session first */
+	/* Nothing more goes up under the lost session; the control thread
+	 * restarts the job at its next wake-up or timer tick (10 ms,
+	 * incad_uplink_restarts()) and clears the request, and only then
+	 * does the uplink JOIN again. */
+	__atomic_store_n(&u->session, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&u->restart_req, 1, __ATOMIC_SEQ_CST);
 	enter(u, UP_JOINING, now);
+}
+
+void
+incad_uplink_restarts(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < nleaves; i++) {
+		struct incad_uplink *u = leaves[i]->up;
+
+		if (__atomic_load_n(&u->restart_req, __ATOMIC_ACQUIRE) == 0)
+			continue;
+		incad_ctrl_job_restart(leaves[i]);
+		__atomic_store_n(&u->restart_req, 0, __ATOMIC_RELEASE);
+	}
 }
 
 static void
@@ -178,7 +212,7 @@ leaf_timer(struct incad_lcore *lc, struct incad_job *j, uint64_t now)
 		return;
 	case UP_UP:
 		if ((int64_t)(now - u->last_rx) > (int64_t)ms_cycles(u->evict_ms)) {
-			parent_lost(lc, j, now, "the parent is silent");
+			parent_lost(j, now, "the parent is silent");
 			/* It may come back with another MAC (a replaced host). */
 			if (!jc->parent_has_mac) {
 				incad_l2_neigh_forget(jc->parent_ip);
@@ -231,7 +265,7 @@ leaf_timer(struct incad_lcore *lc, struct incad_job *j, uint64_t now)
 	default:
 		break;
 	}
-	if (u->state == UP_JOINING && now >= u->next_tx) {
+	if (u->state == UP_JOINING && now >= u->next_tx && !held(u)) {
 		send_ctrl(lc, j, INCA_MSG_JOIN, jc->parent_token);
 		retry_later(u, now);
 	}
@@ -304,8 +338,12 @@ join_ack(struct incad_lcore *lc, struct incad_job *j, const struct inca_msg *msg
 	enter(u, UP_UP, now);
 	u->last_rx = now;
 	u->next_tx = now + ms_cycles(u->hb_ms);
-	/* Published last: the grants above are read by JOINs once it is set. */
-	__atomic_store_n(&u->session, c.session, __ATOMIC_RELEASE);
+	/* Published last: the grants above are read by JOINs once it is set.
+	 * A reset that began meanwhile takes it back (ctrl.c, uplink_hold()):
+	 * the session is then left, as after any reset of the job. */
+	__atomic_store_n(&u->session, c.session, __ATOMIC_SEQ_CST);
+	if (held(u))
+		__atomic_store_n(&u->session, 0, __ATOMIC_SEQ_CST);
 	INCAD_LOG(ctrl, INFO, "job %u: joined parent job %u as rank %u, session 0x%08x, "
 		  "window %u, max_elems %u", j->id, u->conf->parent_job, u->conf->parent_rank,
 		  c.session, c.window, c.max_elems);
@@ -329,7 +367,7 @@ parent_nack(struct incad_lcore *lc, struct incad_job *j, const struct inca_msg *
 	if (u->state == UP_UP && msg->token == u->joined &&
 	    (msg->reason == INCA_NACK_MEMBER_LOST || msg->reason == INCA_NACK_EVICTED ||
 	     msg->reason == INCA_NACK_NOT_MEMBER || msg->reason == INCA_NACK_UNKNOWN_JOB)) {
-		parent_lost(lc, j, now, inca_nack_name(msg->reason));
+		parent_lost(j, now, inca_nack_name(msg->reason));
 		return;
 	}
 	/* The parent's arbitration held a partial back: the members'

@@ -38,6 +38,12 @@ enum incad_uplink_verdict {
 enum incad_uplink_verdict incad_uplink_input(struct incad_lcore *lc, struct rte_mbuf *m,
 					     uint64_t now);
 
+/*
+ * Control thread: restart the leaf jobs whose uplink lost its parent's
+ * incarnation (requested by the I/O lcore), then let the uplink JOIN.
+ */
+void incad_uplink_restarts(void);
+
 /* incad is stopping: LEAVE every parent joined (I/O lcore, after its loop). */
 void incad_uplink_stop(struct incad_lcore *lc);
 

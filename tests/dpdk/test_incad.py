@@ -97,6 +97,17 @@ BAD_CONFIGS = [
      'is not an IPv4 address'),
     ('ports = (\n { name = "p0"; device = "x"; ipv4 = "10.0.0.1";\n  colour = 1; }\n);\n',
      3, "unknown key 'colour'"),
+    # The control thread's ring, its test hook and a tenant's JOIN meter.
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'control = {\n rate = 10;\n ring_size = 100; };\n', 4, 'not a power of two'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'control = {\n test_stall = 1; };\n', 3, "'test_stall' must be"),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'tenants = ( { name = "t"; token = 1;\n control_rate = 20000000; } );\n', 3,
+     'out of range'),
+    ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
+     'tenants = ( { name = "t"; token = 1;\n control_burst = 0; } );\n', 3,
+     'out of range'),
     ('workers = 1;\n', 0, "missing key 'ports'"),   # line 0: the file as a whole
     ('ports = ( { name = "p0"; device = "x"; ipv4 = "10.0.0.1"; } );\n'
      'aggregation = {\n max_elems = 5000;\n};\n', 3, 'out of range'),

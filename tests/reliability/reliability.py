@@ -21,6 +21,10 @@ Cases (docs/reliability.md says what each asserts and what it measured):
                   socket at a running incad, each counted under its reason
     tenant_rates  a tenant held to its rate_mbps while another streams beside it
     join_flood    one host's JOIN flood; another tenant's dynamic job still joins
+    ctrl_stall    the control thread held 4 s: another job keeps completing, a
+                  burst beyond its ring is counted CTRL_RING_FULL, the rest answered
+    ctrl_tenant_rate  a tenant over its control_rate gets RATE_LIMITED while
+                  another tenant's JOIN is admitted
     prio_strict   two jobs of priorities 5 and 1 above arbitration.capacity_mbps,
                   strict: the high one keeps its rate, the low one is held back
     prio_wrr      the same with wrr weights 3:1: shares in that order, the low
@@ -754,6 +758,145 @@ def test_join_flood():
                ', '.join('%s %d' % kv for kv in sorted(moved.items()) if 'CTRL' in kv[0]),
                ans, '' if flood_running else
                ' (the flood had ended before ta finished)')
+
+
+def ctrl_conf(conf, **keys):
+    """@conf with a control section of @keys (docs/incad.md)."""
+    return conf + 'control = { %s };\n' % ' '.join(
+        '%s = %s;' % (k, ('true' if v else 'false') if isinstance(v, bool) else v)
+        for k, v in keys.items())
+
+
+def test_ctrl_stall():
+    """The control thread held by its test hook (control.test_stall,
+    /incad/ctrl_stall) for 4 s while job 100 of tenant A streams verified
+    64 KiB allreduces: the job's sets keep completing during the stall
+    (the dataplane never waits for the control plane), and a burst of
+    HEARTBEATs larger than the ring to the control thread (ring_size 512)
+    sent meanwhile is partly dropped, each drop counted CTRL_RING_FULL,
+    while every one that was queued is answered once the thread goes on,
+    as the protocol says (NACK UNKNOWN_JOB: job 150 does not exist). The
+    job's results stay exact and it never falls back. (The job's own
+    workers fill the ring too while their HEARTBEATs go unanswered, some
+    hundreds a second: the burst follows the stall's start at once.)"""
+    burst, ring = 2000, 512
+    with Rack('cstall', workers=4, rate=RATE) as rack, \
+            Daemon(rack, INCAD, conf=ctrl_conf(isolation_conf(rack), rate=0, ring_size=ring,
+                                               test_stall=True)) as d, \
+            Procs(rack) as procs:
+        tel = d.tel()
+        args = ['-d', 'int32', '-s', '65536', '-i', '4000', '-x', '0', '--verify-each',
+                '-G', '3000']
+        va = start_benches(procs, BENCH, rack, 100, TOK_A, [0, 1], args, tag='A')
+        wait_for('job 100 streaming', lambda: streaming(tel, 100, 2), 60)
+        a = attacker(rack, tel, 3)
+        frames = [F.udp_frame(a, ctrl_msg('HEARTBEAT', 150, k % 32, TOK_A, seq=k),
+                              sport=41000 + k % 100) for k in range(burst)]
+        path = write_frames(procs, frames, 'heartbeats')
+        before = counters(tel)
+        st = tel.query('/incad/ctrl_stall,4000')
+        check(st.get('status') == 'requested', '/incad/ctrl_stall: %s', st)
+        # The frames go out within about 50 ms; the answers come after the
+        # stall, which the listener outlasts.
+        hb = procs.start('heartbeats', 3, [PYTHON, RAWSEND, 'eth0', path, '--pace', '40',
+                                           '--linger', '8'])
+        wait_for('the control thread stalled', lambda: tel.query('/incad/ctrl')['stalled'], 10)
+        c0 = job_info(tel, 100)['COMPLETE']
+        done_in_stall = 0
+        while tel.query('/incad/ctrl')['stalled']:
+            done_in_stall = job_info(tel, 100)['COMPLETE'] - c0
+            time.sleep(0.1)
+        check(done_in_stall >= 200, 'job 100 completed only %d sets while the control '
+              'thread was stalled', done_in_stall)
+        check(procs.wait(60, [hb]), 'the heartbeat sender did not end')
+        out = json.loads(Procs.text(hb))
+        check(out['sent'] == burst, 'rawsend sent %d of %d frames', out['sent'], burst)
+        check(procs.wait(180, va), 'job 100 did not finish')
+        res = bench_result(procs, va, 'job 100')
+        check_rows(res, 'job 100')
+        check(res['stats']['recoveries'] == 0, 'job 100 fell back: %s', res['stats'])
+        moved = delta(counters(tel), before)
+        ctrl = tel.query('/incad/ctrl')
+        full = moved.get('incad/CTRL_RING_FULL', 0)
+        ans = out['answers']
+        answered = ans.get('NACK/UNKNOWN_JOB', 0)
+        check(full > 0, 'a burst of %d into a ring of %d: no CTRL_RING_FULL (%s)', burst, ring,
+              moved)
+        check(answered > 0 and set(ans) == {'NACK/UNKNOWN_JOB'}, 'answers to the burst: %s',
+              ans)
+        # The job's own HEARTBEATs may have met the full ring too: at most
+        # the burst's frames are answered, and none is lost uncounted.
+        check(answered <= burst and answered + full >= burst,
+              '%d of %d HEARTBEATs answered, %d dropped CTRL_RING_FULL', answered, burst, full)
+        check(ctrl['rx_ring_used'] == 0, 'the control ring still holds %d', ctrl['rx_ring_used'])
+        tel.close()
+        figure('control thread stalled 4 s: job 100 completed %d sets meanwhile, its 4000 '
+               'verified 64 KiB allreduces exact, no fallback; a burst of %d HEARTBEATs into '
+               'a ring of %d: %d answered (NACK UNKNOWN_JOB) after the stall, %d counted '
+               'CTRL_RING_FULL', done_in_stall, burst, ring, answered, full)
+
+
+def test_ctrl_tenant_rate():
+    """Tenant tb's JOINs are metered on the control thread (control_rate
+    20 per second, control_burst 20; the per-source meter is lifted, as a
+    tenant with many hosts would get around it): a burst of 600 JOINs
+    from one of its hosts (4000 in about 4 s) gets NACK RATE_LIMITED
+    beyond the burst and is then dropped (CTRL_TENANT_RATE), counted in
+    tb's control_limited, while tenant ta's dynamic job joins during the
+    burst and runs exact, none of ta's JOINs limited."""
+    n = 4000
+    src = ['10.77.0.0/24']
+    with Rack('ctrate', workers=4, rate=RATE) as rack:
+        conf = ctrl_conf(conf_text(rack, [
+            dict(name='ta', token=TA, job_ids=[10, 19], slot_quota=64, dynamic_jobs=True,
+                 sources=src),
+            dict(name='tb', token=TB, job_ids=[20, 29], slot_quota=64, dynamic_jobs=True,
+                 sources=src, control_rate=20, control_burst=20)], pool_size=8, window=8),
+            rate=0)
+        with Daemon(rack, INCAD, conf=conf) as d, Procs(rack) as procs:
+            tel = d.tel()
+            a = attacker(rack, tel, 3)
+            body = P.ctrl_pack(ver_min=P.VERSION, ver_max=P.VERSION, dtypes=1, ops=1,
+                               nworkers=2, pool_size=8)
+            frames = [F.udp_frame(a, ctrl_msg('JOIN', 20 + k % 10, k % 2, TB, body),
+                                  sport=46000 + k % 1000) for k in range(n)]
+            before = counters(tel)
+            flood = procs.start('joins', 3, [PYTHON, RAWSEND, 'eth0',
+                                             write_frames(procs, frames), '--pace', '1'])
+            wait_for('tb rate-limited', lambda: tel.query('/incad/tenants')['tb'][
+                'control_limited'] > 0, 30)
+            ta = start_benches(procs, BENCH, rack, 10, TA, [0, 1],
+                               ['-d', 'fp32', '-s', '65536', '-i', '40', '--verify-each',
+                                '-G', '5000'], tag='ta')
+            check(procs.wait(120, ta), 'tenant ta did not finish')
+            flood_running = flood['proc'].poll() is None
+            check(procs.wait(120, [flood]), 'the JOIN burst did not end')
+            out = bench_result(procs, ta, 'tenant ta')
+            check_rows(out, 'tenant ta')
+            check(out['stats']['recoveries'] == 0, 'tenant ta fell back: %s', out['stats'])
+            ans = json.loads(Procs.text(flood))['answers']
+            moved = delta(counters(tel), before)
+            ten = tel.query('/incad/tenants')
+            check(ans.get('NACK/RATE_LIMITED', 0) > 0, 'tb never got RATE_LIMITED: %s', ans)
+            check(moved.get('incad/CTRL_TENANT_RATE', 0) > 0,
+                  'no JOIN of tb dropped beyond its rate: %s', moved)
+            check(moved.get('incad/CTRL_RATE_LIMITED', 0) == 0,
+                  'the per-source meter (off) limited: %s', moved)
+            check(ten['tb']['control_limited'] == ans.get('NACK/RATE_LIMITED', 0)
+                  + moved.get('incad/CTRL_TENANT_RATE', 0),
+                  'tb control_limited %d, RATE_LIMITED answers %s, drops %s',
+                  ten['tb']['control_limited'], ans, moved)
+            check(ten['ta']['control_limited'] == 0, 'ta was limited: %s', ten['ta'])
+            admitted = ans.get('JOIN_ACK', 0) + sum(v for k, v in ans.items()
+                                                     if k.startswith('NACK/')
+                                                     and k != 'NACK/RATE_LIMITED')
+            tel.close()
+            figure('tenant control meter: %d JOINs of tb in about %.1f s (rate 20/s, burst '
+                   '20): answers %s, %d dropped beyond the rate; tb\'s JOINs that reached '
+                   'admission %d; tenant ta joined and ran 40 verified 64 KiB allreduces '
+                   'meanwhile, exact, never limited%s', n, n / 1000.0, ans,
+                   moved.get('incad/CTRL_TENANT_RATE', 0), admitted,
+                   '' if flood_running else ' (the burst had ended before ta finished)')
 
 
 def write_frames(procs, frames, tag='frames'):

@@ -253,7 +253,7 @@ run_bench()
 		wait "$r" || rc=1
 	done
 	BENCH_PIDS=
-	[ $rc = 0 ] || { tail -3 "$TMP/$tag".r*.err >&2; return 1; }
+	[ $rc = 0 ] || { tail -n 3 "$TMP/$tag".r*.err >&2; return 1; }
 	cp "$TMP/$tag.r0.out" "$TMP/$tag.json"
 }
 
