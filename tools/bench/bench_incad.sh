@@ -57,7 +57,7 @@
 # with --callgrind, the instructions per frame that arbitration adds are
 # the difference from a run without it.
 #
-# The cycle rejoins every 1029 frames, which a real job does once;
+# The cycle rejoins every 16392 frames (ROUNDS 16), which a real job does once;
 # incad's INFO lines for those JOINs and LEAVEs (a console write and a
 # syslog call each) are left out with --log-level incad.ctrl:notice so
 # that they are not measured as packet cost.
@@ -74,6 +74,12 @@ NW=4
 ELEMS=256
 LCORE=1
 POOL=64
+# Chunks per JOIN: ROUNDS times every slot and both shadow sets twice.
+# JOIN and LEAVE go to incad's control thread, and a job's data waits
+# behind them (docs/incad.md, "Threads"): a cycle that rejoined every
+# 1029 frames, as this one did before the control thread, measured the
+# thread's wake-ups (its held data overflowing) instead of the frame path.
+ROUNDS=16
 CSUM=1
 CALLGRIND=0
 CG_OUT=
@@ -129,7 +135,7 @@ PCAP=$TMP/cycle.pcap
 cycle()
 {
 $PY - "$SRC/tests/integration" "$1" "$NW" "$ELEMS" "$POOL" "$MAC" "$AGG_IP" "$TOKEN" "$CSUM" "$SEED" \
-	"$2" <<'EOF'
+	"$2" "$ROUNDS" <<'EOF'
 import struct
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -141,6 +147,7 @@ csum = sys.argv[9] == '1'
 # each cycle is the job's first incarnation and has the same session.
 session = P.session_token(int(sys.argv[10], 0), 1, 1, token)
 roce = sys.argv[11] == '1'
+rounds = int(sys.argv[12])
 AGG_QPN, AGG_QKEY = 0x494e, 0x494e4341
 
 frames = []
@@ -159,7 +166,7 @@ for r in range(nw):
     ext = struct.pack('!IIII', 0x200 + r, 0x1000 + r, 0, 0) if roce else b''
     send(r, P.hdr_pack(type=P.MSG['JOIN'], job=1, rank=r, token=token) + ctrl + ext)
 body = P.elems_pack(P.DTYPE['INT32'], list(range(elems)))
-for k in range(4 * pool):
+for k in range(4 * pool * rounds):
     for r in range(nw):
         send(r, P.hdr_pack(type=P.MSG['CONTRIB'], dtype=P.DTYPE['INT32'], op=P.OP['SUM'],
                            job=1, rank=r, token=session, slot=k % pool,
@@ -174,7 +181,7 @@ for r in range(nw):
                        bitmap=member_secret(1, r, seed=int(sys.argv[10], 0))))
 P.write_pcap(path, frames)
 print('pcap%s: %d frames per cycle, %d contributions of %d bytes'
-      % (' (RoCEv2)' if roce else '', len(frames), 4 * pool * nw, len(frames[nw])),
+      % (' (RoCEv2)' if roce else '', len(frames), 4 * pool * nw * rounds, len(frames[nw])),
       file=sys.stderr)
 EOF
 }
@@ -188,6 +195,7 @@ fi
 cat >"$TMP/bench.conf" <<EOF
 mode = "aggregator";
 workers = 1;
+memory = { mbufs = 32767; };
 idle = { policy = "poll"; };
 aggregation = { max_elems = $ELEMS; session_seed = $SEED; };
 timeouts = { evict_ms = 86400000; };
@@ -262,7 +270,7 @@ median()
 		END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 
-TESTPMD_ARGS=(-- --forward-mode=io --auto-start --stats-period 3600 --total-num-mbufs 8191
+TESTPMD_ARGS=(-- --forward-mode=io --auto-start --stats-period 3600 --total-num-mbufs 32767
 	--txd 1024 --rxd 1024)
 
 # instructions FILE_PREFIX CMD...: incad's instructions per frame under
