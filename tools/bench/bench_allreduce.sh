@@ -13,10 +13,18 @@
 #       [--rate RATE] [--mode switch|aggregator] [--runs R]
 #       [--sizes pow2|pow4|B,B,...] [--iters I] [--iters-large I]
 #       [--systems inca,inca-nogso,inca-xdp,ompi-ring,ompi-default] [--window W]
-#       [--max-elems E]
+#       [--max-elems E] [--collective allreduce|reduce_scatter|allgather]
 #       [--mpi-busy-poll] [--inca-args "ARGS"] [--incad-args "ARGS"]
 #       [--build DIR] [--out DIR]
 #       [--name PREFIX] [--keep]
+#
+# --collective reduce_scatter (or allgather) measures inca_reduce_scatter()
+# against MPI_Reduce_scatter_block (inca_allgather() against MPI_Allgather):
+# a size is the whole tensor (a reduce-scatter's input, an all-gather's
+# output), ratio_SB uses each collective's link bound (S/B, and
+# (N-1)/N x S/B for the all-gather: docs/protocol.md, "Routed chunks"),
+# ompi-ring forces Open MPI's ring for the all-gather and is not offered
+# for the reduce-scatter (Open MPI 4.1 has no ring for it).
 #
 # Defaults: 4 workers, MTU 1500, 500mbit, switch mode, 3 runs, sizes 4 KiB
 # to 64 MiB in steps of 4, systems inca, ompi-ring and ompi-default.
@@ -73,6 +81,7 @@ ITERS_LARGE=3
 SYSTEMS=inca,ompi-ring,ompi-default
 WINDOW=
 MAX_ELEMS=
+COLL=allreduce
 INCA_ARGS=
 INCAD_ARGS=
 MPI_YIELD=1
@@ -100,6 +109,7 @@ while [ $# -gt 0 ]; do
 	--systems) SYSTEMS=$2; shift 2 ;;
 	--window) WINDOW=$2; shift 2 ;;
 	--max-elems) MAX_ELEMS=$2; shift 2 ;;
+	--collective) COLL=$2; shift 2 ;;
 	--inca-args) INCA_ARGS=$2; shift 2 ;;
 	--incad-args) INCAD_ARGS=$2; shift 2 ;;
 	--mpi-busy-poll) MPI_YIELD=0; shift ;;
@@ -209,7 +219,7 @@ run_inca()
 {
 	local n=$1 mtu=$2 run=$3 sys=$4 r pids=() fail=0 ld log gso=1 tp=udp
 	local args=(-a 10.77.0.1 -j 1 -t 0x494E4341 -n "$n" -s "$SIZE_LIST" -d fp32 -o sum
-		-i "$ITERS" -I "$ITERS_LARGE" -x 2 -L "$LINK" -U "$mtu" --csv)
+		-i "$ITERS" -I "$ITERS_LARGE" -x 2 -L "$LINK" -U "$mtu" -C "$COLL" --csv)
 
 	[ -n "$WINDOW" ] && args+=(-W "$WINDOW")
 	[ -n "$INCA_ARGS" ] && read -r -a extra <<< "$INCA_ARGS" && args+=("${extra[@]}")
@@ -245,8 +255,15 @@ run_mpi()
 		--mca btl self,tcp --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0
 		--mca mpi_yield_when_idle "$MPI_YIELD")
 
-	[ "$sys" = ompi-ring ] &&
-		mca+=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
+	if [ "$sys" = ompi-ring ]; then
+		case $COLL in
+		allreduce) mca+=(--mca coll_tuned_use_dynamic_rules 1
+				--mca coll_tuned_allreduce_algorithm 4) ;;
+		allgather) mca+=(--mca coll_tuned_use_dynamic_rules 1
+				--mca coll_tuned_allgather_algorithm 4) ;;
+		*) echo "bench_allreduce: no ring for $COLL in Open MPI" >&2; return 1 ;;
+		esac
+	fi
 	for ((r = 0; r < n; r++)); do
 		hosts=$hosts${hosts:+,}10.77.0.$((10 + r))
 	done
@@ -256,7 +273,7 @@ run_mpi()
 		BENCH_RACK=$NAME timeout 1800 "$RACK" exec --name "$NAME" 0 \
 			mpirun --allow-run-as-root -np "$n" --host "$hosts" "${mca[@]}" \
 			"$MPIB" -s "$SIZE_LIST" -i "$ITERS" -I "$ITERS_LARGE" -x 2 -L "$LINK" \
-			--label "$sys" --csv > "$log.out" 2> "$log.err" &
+			-C "$COLL" --label "$sys" --csv > "$log.out" 2> "$log.err" &
 		pid=$!
 		CHILDREN="$CHILDREN $pid"
 		# Now and then one of mpirun's daemons does not come up and
@@ -336,7 +353,7 @@ EOF
 
 plot()
 {
-	local n=$1 mtu=$2 png=$OUT/allreduce_n$1_mtu$2.png dat=$OUT/plot_n$1_mtu$2 s
+	local n=$1 mtu=$2 png=$OUT/${COLL}_n$1_mtu$2.png dat=$OUT/plot_n$1_mtu$2 s
 	command -v gnuplot >/dev/null || return 0
 	[ "$LINK" != 0 ] || return 0
 	for s in inca ompi-ring ompi-default; do
@@ -347,7 +364,7 @@ plot()
 	gnuplot <<EOF
 set terminal pngcairo size 760,480 font "sans,10"
 set output "$png"
-set title "fp32 allreduce, $n workers, $RATE links (tc tbf), MTU $mtu, $MODE mode: median of $RUNS runs"
+set title "fp32 $COLL, $n workers, $RATE links (tc tbf), MTU $mtu, $MODE mode: median of $RUNS runs"
 set logscale xy
 set xlabel "message size S per worker (bytes)"
 set ylabel "time (ms)"
@@ -358,8 +375,8 @@ set key top left
 set grid
 set xrange [3000:100000000]
 sb(x) = x * 8 / ($LINK * 1000.0)
-plot sb(x) title "S/B (in-network bound)" with lines dt 2 lc rgb "gray40", \
-     2.0 * ($n - 1) / $n * sb(x) title "2(N-1)/N S/B (ring bound)" with lines dt 3 lc rgb "gray20", \
+plot $( [ "$COLL" = allgather ] && echo "($n - 1.0) / $n *" ) sb(x) title "link bound" with lines dt 2 lc rgb "gray40", \
+     $( [ "$COLL" = allreduce ] && echo 2.0 || echo 1.0 ) * ($n - 1) / $n * sb(x) title "ring bound" with lines dt 3 lc rgb "gray20", \
      "$dat.inca" using 1:2 title "INCA (incad + libinca)" with linespoints lw 2 pt 7 lc rgb "#1f77b4", \
      "$dat.ompi-ring" using 1:2 title "Open MPI ring" with linespoints lw 2 pt 5 lc rgb "#d62728", \
      "$dat.ompi-default" using 1:2 title "Open MPI default" with linespoints lw 2 pt 9 lc rgb "#ff7f0e"
@@ -407,7 +424,8 @@ for n in "${NLIST[@]}"; do
 		# Slots: room for any window libinca or --window asks for.
 		POOL=256
 		[ -n "$WINDOW" ] && [ "$WINDOW" -gt "$POOL" ] && POOL=$WINDOW
-		echo "== N=$n MTU=$mtu: rack $NAME, $RATE, $MODE mode, $ELEMS elements per packet"
+		echo "== N=$n MTU=$mtu: $COLL, rack $NAME, $RATE, $MODE mode, $ELEMS elements per packet"
+		echo "   $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 		"$RACK" up --name "$NAME" --workers "$n" --rate "$RATE" --mode "$MODE" \
 			--mtu "$mtu" > /dev/null || die "rack up failed"
 		# incad's af_packet ring frames hold Ethernet frames of at most
