@@ -1793,7 +1793,15 @@ static void
 body_routed(struct world *w, unsigned rank, struct inca_comm *c)
 {
 	unsigned d, op, s, salt = 0;
+	int32_t x[2 * INCA_MAX_WORKERS] = {0};
 
+	/* Refused before anything is sent, on every rank alike. */
+	ck_assert_int_eq(inca_reduce_scatter(c, INCA_IN_PLACE, x, 1, INCA_DTYPE_INT32, INCA_OP_SUM),
+			 INCA_EINVAL);
+	ck_assert_int_eq(inca_reduce_scatter(c, x, x, 1, INCA_DTYPE_COUNT, INCA_OP_SUM),
+			 INCA_EINVAL);
+	ck_assert_int_eq(inca_reduce(c, x, x, 1, INCA_DTYPE_INT32, INCA_OP_SUM, w->n), INCA_EINVAL);
+	ck_assert_int_eq(inca_allgather(c, NULL, x, 4), INCA_EINVAL);
 	for (d = 0; d < INCA_DTYPE_COUNT; d++)
 		for (op = 0; op < INCA_OP_COUNT; op++)
 			for (s = 0; s < sizeof(routed_sizes) / sizeof(routed_sizes[0]); s++)
