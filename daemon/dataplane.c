@@ -724,8 +724,10 @@ contrib_decode(const uint8_t *p, size_t len, unsigned int max_elems, struct inca
 	m->body = p + INCA_HDR_LEN;
 	m->body_len = len - INCA_HDR_LEN;
 	size = inca_dtype_size(m->dtype);
-	/* Unknown dtype: size 0, refused by the length check below. */
-	return m->op < INCA_OP_COUNT && (m->flags & ~INCA_F_MASK) == 0 &&
+	/* Unknown dtype: size 0, refused by the length check below. Routed
+	 * chunks (ROUTED, GATHER, BRIEF) take the codec's ROUTE check. */
+	return m->op < INCA_OP_COUNT &&
+	       (m->flags & ~(INCA_F_MASK & ~(INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF))) == 0 &&
 	       m->rank < INCA_MAX_WORKERS && m->job != 0 && m->reason == 0 &&
 	       m->count != 0 && m->count <= max_elems && size != 0 &&
 	       m->body_len == m->count * size && m->body_len <= INCA_MAX_PAYLOAD_BYTES &&
