@@ -114,11 +114,24 @@ is_routed(const struct li_req *r)
 	       r->kind == LI_KIND_REDUCE;
 }
 
-/* The root of stream chunk @idx of a routed request: block b's owner. */
+/*
+ * The blocks of a ReduceScatter or an AllGather are interleaved: stream
+ * chunk idx is chunk idx / N of block idx mod N. In block order one
+ * block's chunks would keep one link busy at a time (an AllGather's root
+ * uploading while its own downlink idles); interleaved, every rank's
+ * uplink and downlink carry their share at once.
+ */
 static inline unsigned
 chunk_root(const struct li_req *r, uint32_t idx)
 {
-	return r->kind == LI_KIND_REDUCE ? r->root : idx / r->cpb;
+	return r->kind == LI_KIND_REDUCE ? r->root : idx % r->nblocks;
+}
+
+/* Element (lane) offset of stream chunk @idx in its block. */
+static inline size_t
+chunk_in_block(const struct li_req *r, uint32_t idx)
+{
+	return (size_t)(idx / r->nblocks) * r->chunk_elems;
 }
 
 bool
@@ -191,6 +204,7 @@ li_req_layout(struct inca_comm *c, struct li_req *r)
 	if (r->kind == LI_KIND_RSCAT || r->kind == LI_KIND_AGATHER) {
 		/* Chunks never straddle blocks: each has one root. */
 		r->cpb = (uint32_t)((r->block + elems - 1) / elems);
+		r->nblocks = (uint16_t)c->o.size;
 		r->nchunks = r->cpb * c->o.size;
 		return;
 	}
@@ -206,9 +220,9 @@ chunk_geom(const struct li_req *r, uint32_t idx, size_t *off, unsigned *cnt)
 
 	if (r->kind == LI_KIND_RSCAT || r->kind == LI_KIND_AGATHER) {
 		/* Element (lane) offset in the whole tensor: block, then chunk. */
-		size_t in = (size_t)(idx % r->cpb) * r->chunk_elems;
+		size_t in = chunk_in_block(r, idx);
 
-		*off = (size_t)(idx / r->cpb) * r->block + in;
+		*off = (size_t)chunk_root(r, idx) * r->block + in;
 		*cnt = r->block - in < r->chunk_elems ? (unsigned)(r->block - in) : r->chunk_elems;
 		return;
 	}
@@ -306,7 +320,7 @@ li_contrib_payload(struct inca_comm *c, const struct li_chunk *e, uint8_t *buf)
 		/* Only the root has elements: its own block, a byte string. */
 		if (e->root != c->wrank)
 			return 0;
-		in = (size_t)(e->idx % r->cpb) * r->chunk_elems * 4;
+		in = chunk_in_block(r, e->idx) * 4;
 		return li_encode(buf, src + in, cnt, INCA_DTYPE_INT32, INCA_OP_SUM, LI_MODE_RAW, 0,
 				 c->o.size, r->bytes - in);
 	}
@@ -600,7 +614,7 @@ deliver(struct inca_comm *c, struct li_chunk *e)
 		if (!e->brief && li_gets_elems(c, e) && r->recvbuf != NULL) {
 			chunk_geom(r, e->idx, &off, &cnt);
 			if (r->kind == LI_KIND_AGATHER) {
-				size_t in = (size_t)(e->idx % r->cpb) * r->chunk_elems * 4;
+				size_t in = chunk_in_block(r, e->idx) * 4;
 
 				li_decode((uint8_t *)r->recvbuf + (size_t)e->root * r->bytes + in,
 					  e->payload, cnt, INCA_DTYPE_INT32, INCA_OP_SUM,

@@ -116,6 +116,7 @@ struct li_req {
 	size_t bytes;            /* broadcast: bytes in buf; AGATHER: bytes per block */
 	size_t block;            /* RSCAT: elements per block; AGATHER: int32 lanes per block */
 	uint32_t cpb;            /* RSCAT, AGATHER: chunks per block */
+	uint16_t nblocks;        /* RSCAT, AGATHER: blocks (ranks), interleaved in the stream */
 	uint16_t root;           /* REDUCE: the root */
 	uint8_t kind;            /* enum li_req_kind */
 	uint8_t dtype;           /* user's dtype */
