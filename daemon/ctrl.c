@@ -28,7 +28,7 @@
 
 #define ALL_DTYPES ((1u << INCA_DTYPE_COUNT) - 1)
 #define ALL_OPS ((1u << INCA_OP_COUNT) - 1)
-#define CAPS_BITS (INCA_CAP_NATIVE_FLOAT | INCA_CAP_BFP | INCA_CAP_SEQ_CHECK)
+#define CAPS_BITS (INCA_CAP_NATIVE_FLOAT | INCA_CAP_BFP | INCA_CAP_SEQ_CHECK | INCA_CAP_ROUTED)
 
 struct incad_job *incad_jobs[65536];
 
@@ -639,6 +639,10 @@ join_ack(struct incad_lcore *lc, struct rte_mbuf *m, const struct incad_job *j)
 	c.window = g->window;
 	c.pool_base = j->pool_base;
 	c.session = j->view->session;
+	/* A tree leaf's sets cannot route a chunk upward (docs/protocol.md,
+	 * "Routed chunks"): its workers use the forms without ROUTED. */
+	if (j->agg->p.tree)
+		c.caps &= ~INCA_CAP_ROUTED;
 	/* The member's secret rides in the header; a RoCE member also
 	 * learns where its CONTRIBs go. */
 	if (mb->qpn != 0) {

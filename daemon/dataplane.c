@@ -184,12 +184,16 @@ frame_room(struct incad_lcore *lc, struct rte_mbuf *reuse, size_t len, uint8_t *
 	return m;
 }
 
-/* Build the RESULT of @set for member @mb of rank @rank (in @reuse if it fits). */
+/*
+ * Build the RESULT of @set for member @mb of rank @rank (in @reuse if it
+ * fits): with the set's elements, or BRIEF for a rank a routed chunk's
+ * elements do not go to.
+ */
 static struct rte_mbuf *
 result_build(struct incad_lcore *lc, const struct incad_job *job, const struct agg_set *set,
 	     const struct incad_member *mb, uint16_t rank, bool replay, struct rte_mbuf *reuse)
 {
-	size_t len = agg_result_len(set);
+	size_t len = agg_result_len_to(job->agg, set, rank);
 	struct rte_mbuf *m;
 	uint8_t *p;
 
@@ -235,8 +239,31 @@ result_chain(struct rte_mbuf *h, struct rte_mbuf *pay, struct rte_mbuf *first, u
 }
 
 /*
+ * The RESULT of @set to one member @mb of rank @rank, built in @reuse (a
+ * replay, or a BRIEF RESULT of a routed chunk), on the member's transport
+ * and VLAN. Takes @reuse.
+ */
+static void
+send_result_one(struct incad_lcore *lc, const struct incad_job *job, const struct agg_set *set,
+		const struct incad_member *mb, uint16_t rank, bool replay, struct rte_mbuf *reuse)
+{
+	struct rte_mbuf *r = result_build(lc, job, set, mb, rank, replay, reuse);
+
+	if (r != NULL && mb->qpn != 0)
+		r = incad_roce_wrap(lc, r, mb->qpn, mb->qkey);
+	if (r != NULL)
+		r = incad_vlan_tag(lc, r, mb->vlan);
+	if (r == NULL)
+		return;
+	lc->st.cnt[replay ? INCAD_CNT_REPLAY_TX : INCAD_CNT_RESULT_TX]++;
+	incad_tx(lc, r, mb->port);
+}
+
+/*
  * One RESULT per live member, the set's payload written (and summed) once
- * into @reuse, the template. On a port that sends chained mbufs the other
+ * into @reuse, the template. A routed chunk's elements go only to the
+ * members agg_result_dests() names; the others get a BRIEF RESULT each,
+ * a header-only frame of its own. On a port that sends chained mbufs the other
  * members' RESULTs are header mbufs in front of the template's payload;
  * elsewhere, and for RoCE members (their ICRC covers the whole packet and
  * is appended to it), full copies. Either way only the headers are
@@ -249,7 +276,8 @@ send_results(struct incad_lcore *lc, const struct incad_job *job,
 {
 	struct rte_mbuf *copy[2 * INCA_MAX_WORKERS], *first = NULL, *m, *pay;
 	const struct incad_member *fm = NULL, *mb;
-	uint32_t live = v->live;
+	uint32_t brief = v->live & ~agg_result_dests(job->agg, set);
+	uint32_t live = v->live & ~brief;
 	unsigned int r, n, i, step;
 	uint16_t frank = 0, len;
 	bool chain, share;
@@ -261,6 +289,13 @@ send_results(struct incad_lcore *lc, const struct incad_job *job,
 		reuse = NULL;
 		fm = &v->m[r];
 		frank = r;
+	}
+	/* BRIEF RESULTs are independent of the template: sent first. */
+	while (brief != 0) {
+		r = __builtin_ctz(brief);
+		brief &= brief - 1;
+		send_result_one(lc, job, set, &v->m[r], r, false, reuse);
+		reuse = NULL;
 	}
 	/* Nobody to send to (cannot happen with a contributing member). */
 	rte_pktmbuf_free(reuse);
@@ -589,21 +624,11 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 	case AGG_RESEND_UP:
 		send_partial(lc, job, out.set, m, true);
 		return;
-	case AGG_REPLAY: {
-		/* msg->rank is read before m is reset into the replay. */
-		struct rte_mbuf *r = result_build(lc, job, out.set, mb, msg->rank, true, m);
-
+	case AGG_REPLAY:
 		js->c[INCAD_JOB_REPLAY]++;
-		if (r != NULL && mb->qpn != 0)
-			r = incad_roce_wrap(lc, r, mb->qpn, mb->qkey);
-		if (r != NULL)
-			r = incad_vlan_tag(lc, r, mb->vlan);
-		if (r != NULL) {
-			lc->st.cnt[INCAD_CNT_REPLAY_TX]++;
-			incad_tx(lc, r, mb->port);
-		}
+		/* msg->rank is read before m is reset into the replay. */
+		send_result_one(lc, job, out.set, mb, msg->rank, true, m);
 		return;
-	}
 	case AGG_MISMATCH:
 		lc->st.agg[AGG_DROP_MISMATCH]++;
 		js->c[INCAD_JOB_DROP]++;
@@ -699,8 +724,10 @@ contrib_decode(const uint8_t *p, size_t len, unsigned int max_elems, struct inca
 	m->body = p + INCA_HDR_LEN;
 	m->body_len = len - INCA_HDR_LEN;
 	size = inca_dtype_size(m->dtype);
-	/* Unknown dtype: size 0, refused by the length check below. */
-	return m->op < INCA_OP_COUNT && (m->flags & ~INCA_F_MASK) == 0 &&
+	/* Unknown dtype: size 0, refused by the length check below. Routed
+	 * chunks (ROUTED, GATHER, BRIEF) take the codec's ROUTE check. */
+	return m->op < INCA_OP_COUNT &&
+	       (m->flags & ~(INCA_F_MASK & ~(INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF))) == 0 &&
 	       m->rank < INCA_MAX_WORKERS && m->job != 0 && m->reason == 0 &&
 	       m->count != 0 && m->count <= max_elems && size != 0 &&
 	       m->body_len == m->count * size && m->body_len <= INCA_MAX_PAYLOAD_BYTES &&

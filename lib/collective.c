@@ -564,6 +564,176 @@ inca_broadcast(struct inca_comm *c, void *buf, size_t bytes, unsigned root)
 	return inca_wait(&req);
 }
 
+/* ---- routed collectives (docs/protocol.md, "Routed chunks") -------------- */
+
+/*
+ * Can @c run a routed collective of @dtype on its aggregator? One stream
+ * (a striped communicator cuts collectives by elements, not by blocks),
+ * an aggregator that advertised ROUTED, and a dtype it sums natively
+ * (routed chunks are not cut into BFP or order-preserving forms). Where
+ * not, the collective takes the form without routed chunks.
+ */
+static bool
+routed_ok(const struct inca_comm *c, unsigned dtype)
+{
+	return c->nstripes == 0 && (c->caps & INCA_CAP_ROUTED) && c->wsize == c->o.size &&
+	       (dtype == INCA_DTYPE_INT32 || c->float_native) &&
+	       (c->agg_dtypes & (1u << dtype));
+}
+
+/* Issue @r (kind, buffers, sizes filled) and wait for it. */
+static int
+routed_run(struct inca_comm *c, struct li_req *r)
+{
+	struct inca_request *req;
+	int ret;
+
+	ret = li_issue(c, r);
+	if (ret < 0) {
+		li_req_free(c, r);
+		return ret;
+	}
+	if (r->state == LI_REQ_PENDING && !c->in_fallback)
+		(void)drive(c, NULL, false);
+	req = (struct inca_request *)r;
+	return inca_wait(&req);
+}
+
+int
+inca_reduce_scatter(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t recvcount,
+		    unsigned dtype, unsigned op)
+{
+	size_t us = inca_dtype_size(dtype), total;
+	struct li_req *r;
+	uint8_t *tmp;
+	int ret;
+
+	if (c == NULL || dtype >= INCA_DTYPE_COUNT || op >= INCA_OP_COUNT ||
+	    sendbuf == INCA_IN_PLACE || (recvcount > 0 && (sendbuf == NULL || recvbuf == NULL)))
+		return INCA_EINVAL;
+	if (recvcount > UINT32_MAX / c->o.size)
+		return INCA_EINVAL;
+	total = recvcount * c->o.size;
+	ret = check_common(c, total);
+	if (ret < 0)
+		return ret;
+	if (!routed_ok(c, dtype)) {
+		/* An allreduce of which this rank keeps its block. */
+		tmp = malloc(total * us + 1);
+		if (tmp == NULL)
+			return INCA_ENOMEM;
+		ret = inca_allreduce(c, sendbuf, tmp, total, dtype, op);
+		if (ret == INCA_OK)
+			memcpy(recvbuf, tmp + (size_t)c->o.rank * recvcount * us, recvcount * us);
+		free(tmp);
+		return ret;
+	}
+	r = li_req_alloc(c);
+	if (r == NULL)
+		return INCA_ENOMEM;
+	r->kind = LI_KIND_RSCAT;
+	r->sendbuf = sendbuf;
+	r->recvbuf = recvbuf;
+	r->count = total;
+	r->block = recvcount;
+	r->dtype = dtype;
+	r->op = op;
+	return routed_run(c, r);
+}
+
+int
+inca_allgather(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t bytes)
+{
+	size_t total, lanes;
+	uint8_t *own, *tmp;
+	struct li_req *r;
+	int ret;
+
+	if (c == NULL || (bytes > 0 && (sendbuf == NULL || recvbuf == NULL)))
+		return INCA_EINVAL;
+	if (bytes > (size_t)UINT32_MAX * 4 / c->o.size)
+		return INCA_EINVAL;
+	total = bytes * c->o.size;
+	lanes = (total + 3) / 4;
+	ret = check_common(c, lanes);
+	if (ret < 0)
+		return ret;
+	own = (uint8_t *)recvbuf + (size_t)c->o.rank * bytes;
+	if (sendbuf != INCA_IN_PLACE && sendbuf != own && bytes > 0)
+		memmove(own, sendbuf, bytes);
+	if (!routed_ok(c, INCA_DTYPE_INT32)) {
+		/* The blocks' bytes are disjoint: their int32 sum is each
+		 * block's bits, wherever a block starts in a lane. */
+		tmp = calloc(lanes + 1, 4);
+		if (tmp == NULL)
+			return INCA_ENOMEM;
+		memcpy(tmp + (own - (uint8_t *)recvbuf), own, bytes);
+		ret = inca_allreduce(c, INCA_IN_PLACE, tmp, lanes, INCA_DTYPE_INT32, INCA_OP_SUM);
+		if (ret == INCA_OK)
+			memcpy(recvbuf, tmp, total);
+		free(tmp);
+		return ret;
+	}
+	r = li_req_alloc(c);
+	if (r == NULL)
+		return INCA_ENOMEM;
+	r->kind = LI_KIND_AGATHER;
+	r->sendbuf = own;
+	r->recvbuf = recvbuf;
+	r->bytes = bytes;
+	r->block = (bytes + 3) / 4;
+	r->count = r->block * c->o.size;
+	r->dtype = INCA_DTYPE_INT32;
+	r->op = INCA_OP_SUM;
+	return routed_run(c, r);
+}
+
+int
+inca_reduce(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+	    unsigned dtype, unsigned op, unsigned root)
+{
+	size_t us = inca_dtype_size(dtype);
+	struct li_req *r;
+	uint8_t *tmp;
+	bool me;
+	int ret;
+
+	if (c == NULL || dtype >= INCA_DTYPE_COUNT || op >= INCA_OP_COUNT || root >= c->o.size)
+		return INCA_EINVAL;
+	me = root == c->o.rank;
+	if (sendbuf == INCA_IN_PLACE) {
+		if (!me)
+			return INCA_EINVAL;
+		sendbuf = recvbuf;
+	}
+	if (count > 0 && (sendbuf == NULL || (me && recvbuf == NULL)))
+		return INCA_EINVAL;
+	ret = check_common(c, count);
+	if (ret < 0)
+		return ret;
+	if (!routed_ok(c, dtype)) {
+		if (me)
+			return inca_allreduce(c, sendbuf, recvbuf, count, dtype, op);
+		tmp = malloc(count * us + 1);
+		if (tmp == NULL)
+			return INCA_ENOMEM;
+		ret = inca_allreduce(c, sendbuf, tmp, count, dtype, op);
+		free(tmp);
+		return ret;
+	}
+	r = li_req_alloc(c);
+	if (r == NULL)
+		return INCA_ENOMEM;
+	r->kind = LI_KIND_REDUCE;
+	r->sendbuf = sendbuf;
+	r->recvbuf = me ? recvbuf : NULL;
+	r->count = count;
+	r->dtype = dtype;
+	r->op = op;
+	r->root = (uint16_t)root;
+	return routed_run(c, r);
+}
+
 int
 inca_barrier(struct inca_comm *c)
 {

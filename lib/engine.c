@@ -103,7 +103,45 @@ req_total(const struct li_req *r)
 static inline unsigned
 user_size(const struct li_req *r)
 {
-	return r->kind == LI_KIND_BCAST ? 4 : inca_dtype_size(r->dtype);
+	return r->kind == LI_KIND_BCAST || r->kind == LI_KIND_AGATHER ? 4 :
+	       inca_dtype_size(r->dtype);
+}
+
+static inline bool
+is_routed(const struct li_req *r)
+{
+	return r->kind == LI_KIND_RSCAT || r->kind == LI_KIND_AGATHER ||
+	       r->kind == LI_KIND_REDUCE;
+}
+
+/*
+ * The blocks of a ReduceScatter or an AllGather are interleaved: stream
+ * chunk idx is chunk idx / N of block idx mod N. In block order one
+ * block's chunks would keep one link busy at a time (an AllGather's root
+ * uploading while its own downlink idles); interleaved, every rank's
+ * uplink and downlink carry their share at once.
+ */
+static inline unsigned
+chunk_root(const struct li_req *r, uint32_t idx)
+{
+	return r->kind == LI_KIND_REDUCE ? r->root : idx % r->nblocks;
+}
+
+/* Element (lane) offset of stream chunk @idx in its block. */
+static inline size_t
+chunk_in_block(const struct li_req *r, uint32_t idx)
+{
+	return (size_t)(idx / r->nblocks) * r->chunk_elems;
+}
+
+bool
+li_gets_elems(const struct inca_comm *c, const struct li_chunk *e)
+{
+	if (e->route == LI_ROUTE_REDUCE)
+		return c->wrank == e->root;
+	if (e->route == LI_ROUTE_GATHER)
+		return c->wrank != e->root;
+	return true;
 }
 
 static inline bool
@@ -118,7 +156,17 @@ li_req_layout(struct inca_comm *c, struct li_req *r)
 	unsigned room, wsize, elems;
 
 	r->flags = 0;
-	if (r->kind == LI_KIND_BCAST) {
+	if (r->kind == LI_KIND_AGATHER) {
+		/* Bytes as int32 lanes, copied by the aggregator unchanged. */
+		r->mode = LI_MODE_RAW;
+		r->wire_dtype = INCA_DTYPE_INT32;
+		r->wire_op = INCA_OP_SUM;
+	} else if (r->kind == LI_KIND_RSCAT || r->kind == LI_KIND_REDUCE) {
+		/* Only issued where the aggregator sums the dtype natively. */
+		r->mode = LI_MODE_NATIVE;
+		r->wire_dtype = r->dtype;
+		r->wire_op = r->op;
+	} else if (r->kind == LI_KIND_BCAST) {
 		r->mode = LI_MODE_RAW;
 		r->wire_dtype = INCA_DTYPE_INT32;
 		r->wire_op = INCA_OP_SUM;
@@ -153,6 +201,13 @@ li_req_layout(struct inca_comm *c, struct li_req *r)
 	r->chunk_elems = elems;
 	r->nchunks = (uint32_t)((r->count + elems - 1) / elems);
 	r->nprime = 0;
+	if (r->kind == LI_KIND_RSCAT || r->kind == LI_KIND_AGATHER) {
+		/* Chunks never straddle blocks: each has one root. */
+		r->cpb = (uint32_t)((r->block + elems - 1) / elems);
+		r->nblocks = (uint16_t)c->o.size;
+		r->nchunks = r->cpb * c->o.size;
+		return;
+	}
 	if (r->mode == LI_MODE_BFP)
 		r->nprime = r->nchunks < c->window ? r->nchunks : c->window;
 }
@@ -163,6 +218,14 @@ chunk_geom(const struct li_req *r, uint32_t idx, size_t *off, unsigned *cnt)
 {
 	uint32_t d = idx < r->nprime ? idx : idx - r->nprime;
 
+	if (r->kind == LI_KIND_RSCAT || r->kind == LI_KIND_AGATHER) {
+		/* Element (lane) offset in the whole tensor: block, then chunk. */
+		size_t in = chunk_in_block(r, idx);
+
+		*off = (size_t)chunk_root(r, idx) * r->block + in;
+		*cnt = r->block - in < r->chunk_elems ? (unsigned)(r->block - in) : r->chunk_elems;
+		return;
+	}
 	*off = (size_t)d * r->chunk_elems;
 	if (idx < r->nprime) {
 		*cnt = 1;
@@ -237,6 +300,34 @@ li_flush(struct inca_comm *c)
 	return INCA_OK;
 }
 
+/* Is stream chunk @idx the last of its request? */
+static inline bool
+d_last(const struct li_req *r, uint32_t idx)
+{
+	return idx + 1 == r->nprime + r->nchunks;
+}
+
+size_t
+li_contrib_payload(struct inca_comm *c, const struct li_chunk *e, uint8_t *buf)
+{
+	const struct li_req *r = e->req;
+	const uint8_t *src = r->sendbuf;
+	size_t off, in;
+	unsigned cnt;
+
+	chunk_geom(r, e->idx, &off, &cnt);
+	if (r->kind == LI_KIND_AGATHER) {
+		/* Only the root has elements: its own block, a byte string. */
+		if (e->root != c->wrank)
+			return 0;
+		in = chunk_in_block(r, e->idx) * 4;
+		return li_encode(buf, src + in, cnt, INCA_DTYPE_INT32, INCA_OP_SUM, LI_MODE_RAW, 0,
+				 c->o.size, r->bytes - in);
+	}
+	return li_encode(buf, src + off * inca_dtype_size(r->dtype), cnt, r->dtype, r->op,
+			 LI_MODE_NATIVE, 0, c->o.size, 0);
+}
+
 /* Encode the CONTRIB of ring entry @e into the next tx slot. */
 static int
 emit(struct inca_comm *c, struct li_chunk *e, bool retx)
@@ -271,8 +362,24 @@ emit(struct inca_comm *c, struct li_chunk *e, bool retx)
 	m.seq = (uint32_t)e->seq;
 	m.offset = (uint32_t)off;
 	m.count = (uint16_t)cnt;
+	if (is_routed(r)) {
+		m.flags |= INCA_F_ROUTED | (r->kind == LI_KIND_AGATHER ? INCA_F_GATHER : 0);
+		m.bitmap = UINT32_C(1) << e->root;
+	}
 
-	if (e->idx < r->nprime) {
+	if (is_routed(r)) {
+		plen = li_contrib_payload(c, e, buf + INCA_HDR_LEN);
+		if (r->kind == LI_KIND_AGATHER && e->root != c->wrank)
+			m.flags |= INCA_F_BRIEF;
+		if (d_last(r, e->idx))
+			m.flags |= INCA_F_LAST;
+		/* Kept for the recovery: nobody else will ever have it. */
+		if (!retx && !li_gets_elems(c, e)) {
+			memcpy(e->payload, buf + INCA_HDR_LEN, plen);
+			e->kept = 1;
+			e->kept_len = (uint16_t)plen;
+		}
+	} else if (e->idx < r->nprime) {
 		/* Exponent round: one zero element; exp announces the local
 		 * exponent of the data chunk with the same index. */
 		m.op = INCA_OP_SUM;
@@ -302,7 +409,8 @@ emit(struct inca_comm *c, struct li_chunk *e, bool retx)
 		plen = li_encode(buf + INCA_HDR_LEN, src ? src + off * us : NULL, cnt, r->dtype,
 				 r->op, r->mode, e->exp_used, c->o.size, avail);
 	}
-	if ((c->caps & INCA_CAP_FIXED_COUNT) && m.count < c->max_elems) {
+	if ((c->caps & INCA_CAP_FIXED_COUNT) && m.count < c->max_elems &&
+	    !(m.flags & INCA_F_BRIEF)) {
 		/* A switch counts only its payload class: zeros, neutral for
 		 * SUM, up to max_elems (the RESULT's extra elements are not
 		 * read). */
@@ -460,6 +568,14 @@ pump(struct inca_comm *c, uint64_t now, uint64_t *next)
 		e->later = 0;
 		e->lost = 0;
 		e->held = 0;
+		e->brief = 0;
+		e->kept = 0;
+		e->kept_len = 0;
+		e->route = !is_routed(r) ? LI_ROUTE_NONE : r->kind == LI_KIND_AGATHER ?
+			   LI_ROUTE_GATHER : LI_ROUTE_REDUCE;
+		e->root = is_routed(r) ? (uint8_t)chunk_root(r, idx) : 0;
+		e->wdtype = r->wire_dtype;
+		e->wop = r->wire_op;
 		e->sent_ns = now;
 		e->exp_used = exp;
 		{
@@ -493,7 +609,25 @@ deliver(struct inca_comm *c, struct li_chunk *e)
 
 	if (r == NULL)
 		return;
-	if (e->idx >= r->nprime && r->recvbuf != NULL) {
+	if (is_routed(r)) {
+		/* Only this rank's elements: none in a BRIEF result. */
+		if (!e->brief && li_gets_elems(c, e) && r->recvbuf != NULL) {
+			chunk_geom(r, e->idx, &off, &cnt);
+			if (r->kind == LI_KIND_AGATHER) {
+				size_t in = chunk_in_block(r, e->idx) * 4;
+
+				li_decode((uint8_t *)r->recvbuf + (size_t)e->root * r->bytes + in,
+					  e->payload, cnt, INCA_DTYPE_INT32, INCA_OP_SUM,
+					  LI_MODE_RAW, 0, c->o.size, r->bytes - in);
+			} else {
+				if (r->kind == LI_KIND_RSCAT)
+					off -= (size_t)e->root * r->block;
+				li_decode((uint8_t *)r->recvbuf + off * inca_dtype_size(r->dtype),
+					  e->payload, cnt, r->dtype, r->op, LI_MODE_NATIVE, 0,
+					  c->o.size, 0);
+			}
+		}
+	} else if (e->idx >= r->nprime && r->recvbuf != NULL) {
 		chunk_geom(r, e->idx, &off, &cnt);
 		if (r->kind == LI_KIND_BCAST)
 			li_decode((uint8_t *)r->recvbuf + off * 4, e->payload, cnt,
@@ -548,6 +682,10 @@ handle_result(struct inca_comm *c, const struct inca_msg *m)
 	    (m->count != e->count &&
 	     !((c->caps & INCA_CAP_FIXED_COUNT) && m->count == c->max_elems)) ||
 	    (m->flags & INCA_F_BFP) != r->flags ||
+	    (m->flags & (INCA_F_ROUTED | INCA_F_GATHER)) !=
+		    (e->route == LI_ROUTE_NONE ? 0 : e->route == LI_ROUTE_GATHER ?
+		     INCA_F_ROUTED | INCA_F_GATHER : INCA_F_ROUTED) ||
+	    !(m->flags & INCA_F_BRIEF) != li_gets_elems(c, e) ||
 	    m->dtype != (e->idx < r->nprime ? INCA_DTYPE_INT32 : r->wire_dtype) ||
 	    m->op != (e->idx < r->nprime ? INCA_OP_SUM : r->wire_op) ||
 	    m->body_len > c->max_payload) {
@@ -564,7 +702,10 @@ handle_result(struct inca_comm *c, const struct inca_msg *m)
 			return;
 		}
 	}
-	memcpy(e->payload, m->body, m->body_len);
+	/* A BRIEF result has no body: a kept contribution stays. */
+	e->brief = (m->flags & INCA_F_BRIEF) != 0;
+	if (!e->brief)
+		memcpy(e->payload, m->body, m->body_len);
 	e->res_len = (uint16_t)m->body_len;
 	e->res_exp = m->exp;
 	e->state = LI_CH_DONE;

@@ -78,6 +78,78 @@ have_result(struct inca_comm *c, uint64_t k)
 	return e->seq == k && e->state == LI_CH_DONE;
 }
 
+/* Has this rank k's result with its elements (not a BRIEF one)? */
+static bool
+have_elems(struct inca_comm *c, uint64_t k)
+{
+	return have_result(c, k) && !ent_of(c, k)->brief;
+}
+
+/*
+ * Round 3' for a routed chunk k that some rank completed but of which
+ * nobody holds the elements: the root of a reduced chunk lost its result
+ * (the others got theirs BRIEF), or every rank but the root of a gathered
+ * one did. The aggregator summed every rank's contribution, so the ranks
+ * sum them again through the fallback: a reduced chunk's with its dtype
+ * and op (on the host's values), a gathered one's as int32 lanes in which
+ * only the root's are not zero. Each rank has its contribution: kept in
+ * its ring entry when its result was to come BRIEF (emit()), else the
+ * request is still pending (it lacks the result) and encodes it again.
+ */
+static int
+rebuild(struct inca_comm *c, uint64_t k, int32_t *lanes, size_t nlanes)
+{
+	struct li_chunk *e;
+	size_t len = 0, us;
+	void *host = NULL;
+	int ret;
+
+	memset(lanes, 0, nlanes * 4);
+	if (c->ring == NULL)
+		return INCA_EPROTO;
+	e = ent_of(c, k);
+	if (e->seq != k || e->route == LI_ROUTE_NONE) {
+		li_log(INCA_LOG_ERR, "job %u rank %u: recovery: chunk %llu unknown here",
+		       c->o.job, c->o.rank, (unsigned long long)k);
+		return INCA_EPROTO;
+	}
+	if (e->kept)
+		memcpy(lanes, e->payload, e->kept_len);
+	else if (e->state == LI_CH_SENT && e->req != NULL)
+		len = li_contrib_payload(c, e, (uint8_t *)lanes);
+	else if (!(e->route == LI_ROUTE_GATHER && e->root != c->wrank))
+		return INCA_EPROTO;
+	(void)len;
+	us = inca_dtype_size(e->wdtype);
+	if (e->route == LI_ROUTE_GATHER) {
+		ret = li_fb_call(c, lanes, lanes, nlanes, INCA_DTYPE_INT32, INCA_OP_SUM);
+	} else {
+		host = malloc((size_t)e->count * us + 1);
+		if (host == NULL)
+			return INCA_ENOMEM;
+		li_decode(host, lanes, e->count, e->wdtype, e->wop, LI_MODE_NATIVE, 0, c->o.size,
+			  0);
+		ret = li_fb_call(c, host, host, e->count, e->wdtype, e->wop);
+		if (ret == INCA_OK)
+			li_encode(lanes, host, e->count, e->wdtype, e->wop, LI_MODE_NATIVE, 0,
+				  c->o.size, 0);
+		free(host);
+	}
+	if (ret < 0)
+		return ret;
+	if (e->state != LI_CH_SENT)
+		return INCA_OK;
+	/* This rank lacked it: the elements if it receives them, else done. */
+	e->brief = !li_gets_elems(c, e);
+	if (!e->brief) {
+		memcpy(e->payload, lanes, (size_t)e->count * us);
+		e->res_len = (uint16_t)(e->count * us);
+	}
+	e->res_exp = 0;
+	e->state = LI_CH_DONE;
+	return INCA_OK;
+}
+
 /*
  * Recovery (teardown false) or one teardown round (true). Returns INCA_OK,
  * 1 when, in a teardown round, nobody was recovering, or an error.
@@ -129,17 +201,20 @@ recover(struct inca_comm *c, bool teardown)
 	f = lo;
 
 	if (w > 0 && w <= LI_MAX_WINDOW) {
-		/* Round 2: who has which result. */
+		/* Round 2: who has which result with its elements, and who
+		 * has it at all (a routed chunk's BRIEF result has none). */
 		n = 2 * (size_t)w;
-		owners = malloc(n * sizeof(*owners));
+		owners = malloc(2 * n * sizeof(*owners));
 		if (owners == NULL)
 			return INCA_ENOMEM;
-		for (i = 0; i < n; i++)
-			owners[i] = have_result(c, lo + i) ? (int32_t)c->o.rank : INT32_MAX;
-		ret = li_fb_call(c, owners, owners, n, INCA_DTYPE_INT32, INCA_OP_MIN);
+		for (i = 0; i < n; i++) {
+			owners[i] = have_elems(c, lo + i) ? (int32_t)c->o.rank : INT32_MAX;
+			owners[n + i] = have_result(c, lo + i) ? (int32_t)c->o.rank : INT32_MAX;
+		}
+		ret = li_fb_call(c, owners, owners, 2 * n, INCA_DTYPE_INT32, INCA_OP_MIN);
 		if (ret < 0)
 			goto out;
-		while (f < lo + n && owners[f - lo] != INT32_MAX)
+		while (f < lo + n && (owners[f - lo] != INT32_MAX || owners[n + f - lo] != INT32_MAX))
 			f++;
 	}
 
@@ -171,8 +246,8 @@ recover(struct inca_comm *c, bool teardown)
 			int32_t *slot = buf + (size_t)(k - lo) * stride;
 			struct li_chunk *e;
 
-			if (have_result(c, k))
-				continue;
+			if (have_result(c, k) || owners[k - lo] == INT32_MAX)
+				continue; /* done, or rebuilt below */
 			e = ent_of(c, k);
 			/* Someone has k's result, so every rank contributed
 			 * k: this rank must have it in flight. */
@@ -187,7 +262,16 @@ recover(struct inca_comm *c, bool teardown)
 			memcpy(e->payload, slot + 2, (size_t)slot[0]);
 			e->res_len = (uint16_t)slot[0];
 			e->res_exp = (int8_t)slot[1];
+			e->brief = 0;
 			e->state = LI_CH_DONE;
+		}
+		/* Round 3': routed chunks done somewhere, elements nowhere. */
+		for (k = lo; k < f; k++) {
+			if (owners[k - lo] != INT32_MAX)
+				continue;
+			ret = rebuild(c, k, buf, pw);
+			if (ret < 0)
+				goto out;
 		}
 		li_deliver_ready(c);
 	}
@@ -246,7 +330,11 @@ li_teardown(struct inca_comm *c)
 static bool
 supported(const struct inca_comm *c, const struct li_req *r)
 {
-	return (c->agg_dtypes & (1u << r->wire_dtype)) && (c->agg_ops & (1u << r->wire_op));
+	bool routed = r->kind == LI_KIND_RSCAT || r->kind == LI_KIND_AGATHER ||
+		      r->kind == LI_KIND_REDUCE;
+
+	return (c->agg_dtypes & (1u << r->wire_dtype)) && (c->agg_ops & (1u << r->wire_op)) &&
+	       (!routed || (c->caps & INCA_CAP_ROUTED));
 }
 
 /*
@@ -347,6 +435,56 @@ fb_bcast(struct inca_comm *c, uint8_t *buf, size_t bytes, bool root)
 	return INCA_OK;
 }
 
+/*
+ * A routed collective through the fallback, the forms without routed
+ * chunks on the host collective. ReduceScatter and AllGather run whole
+ * (their inputs are intact: a ReduceScatter's is apart from its output,
+ * an AllGather's block is one no result is written to), Reduce from
+ * element @start as the allreduce does.
+ */
+static int
+fb_routed(struct inca_comm *c, struct li_req *r, size_t start)
+{
+	size_t us = inca_dtype_size(r->dtype), n, lanes;
+	uint8_t *tmp;
+	int ret;
+
+	switch (r->kind) {
+	case LI_KIND_RSCAT:
+		n = r->count;
+		tmp = malloc(n * us + 1);
+		if (tmp == NULL)
+			return INCA_ENOMEM;
+		ret = li_fb_call(c, r->sendbuf, tmp, n, r->dtype, r->op);
+		if (ret == INCA_OK)
+			memcpy(r->recvbuf, tmp + (size_t)c->o.rank * r->block * us, r->block * us);
+		break;
+	case LI_KIND_AGATHER:
+		n = r->bytes * c->o.size;
+		lanes = (n + 3) / 4;
+		tmp = calloc(lanes + 1, 4);
+		if (tmp == NULL)
+			return INCA_ENOMEM;
+		memcpy(tmp + (size_t)c->o.rank * r->bytes, r->sendbuf, r->bytes);
+		ret = li_fb_call(c, tmp, tmp, lanes, INCA_DTYPE_INT32, INCA_OP_SUM);
+		if (ret == INCA_OK)
+			memcpy(r->recvbuf, tmp, n);
+		break;
+	default: /* LI_KIND_REDUCE */
+		n = r->count - start;
+		tmp = malloc(n * us + 1);
+		if (tmp == NULL)
+			return INCA_ENOMEM;
+		ret = li_fb_call(c, (const uint8_t *)r->sendbuf + start * us, tmp, n, r->dtype,
+				 r->op);
+		if (ret == INCA_OK && r->recvbuf != NULL)
+			memcpy((uint8_t *)r->recvbuf + start * us, tmp, n * us);
+		break;
+	}
+	free(tmp);
+	return ret;
+}
+
 int
 li_fb_run(struct inca_comm *c, struct li_req *r)
 {
@@ -373,7 +511,9 @@ li_fb_run(struct inca_comm *c, struct li_req *r)
 		start = i < r->nprime ? 0 : (size_t)(i - r->nprime) * r->chunk_elems;
 	}
 
-	if (r->kind == LI_KIND_BCAST) {
+	if (r->kind == LI_KIND_RSCAT || r->kind == LI_KIND_AGATHER || r->kind == LI_KIND_REDUCE) {
+		ret = fb_routed(c, r, r->kind == LI_KIND_REDUCE ? start : 0);
+	} else if (r->kind == LI_KIND_BCAST) {
 		ret = fb_bcast(c, (uint8_t *)r->recvbuf + start * 4, r->bytes - start * 4,
 			       r->sendbuf != NULL);
 	} else {

@@ -61,6 +61,22 @@ struct li_chunk {
 	uint8_t later;       /* chunks sent after this one that completed since */
 	uint8_t lost;        /* presumed lost once: no peer can be late for it */
 	uint8_t held;        /* NACK HELD: wait for the full timer, ignore evidence of loss */
+	/*
+	 * Routed chunks (docs/protocol.md, "Routed chunks"): brief, the
+	 * result came BRIEF (no elements for this rank); kept, @payload holds
+	 * this rank's own contribution in wire format (@kept_len bytes), kept
+	 * for a chunk whose result comes BRIEF, so that the recovery can
+	 * rebuild a result nobody received (fallback.c). route, wdtype, wop,
+	 * root: the chunk's, for the recovery, which may run after the
+	 * request was delivered.
+	 */
+	uint8_t brief;
+	uint8_t kept;
+	uint8_t route;
+	uint8_t wdtype;
+	uint8_t wop;
+	uint8_t root;
+	uint16_t kept_len;
 	int8_t exp_used;     /* BFP exponent the payload was quantised with */
 	int8_t res_exp;      /* exp field of the result */
 	uint16_t res_len;    /* payload bytes of the result */
@@ -79,6 +95,16 @@ enum li_req_kind {
 	LI_KIND_BCAST,
 	LI_KIND_CLOSE,  /* window of one-element chunks before LEAVE */
 	LI_KIND_STRIPE, /* a striped communicator's collective: its parts in sub[] */
+	LI_KIND_RSCAT,  /* ReduceScatter in routed chunks: block b's chunks to rank b */
+	LI_KIND_AGATHER, /* AllGather in routed chunks: block b's from rank b to the others */
+	LI_KIND_REDUCE, /* Reduce in routed chunks, every one to root */
+};
+
+/* How a request's chunks are routed (struct li_chunk.route). */
+enum li_route {
+	LI_ROUTE_NONE = 0,
+	LI_ROUTE_REDUCE, /* ROUTED: reduced, the result to the root */
+	LI_ROUTE_GATHER, /* ROUTED + GATHER: the root's elements to the others */
 };
 
 struct li_req {
@@ -87,7 +113,11 @@ struct li_req {
 	const void *sendbuf;     /* NULL: contribute zeros (broadcast non-root) */
 	void *recvbuf;
 	size_t count;            /* elements; broadcast: int32 lanes */
-	size_t bytes;            /* broadcast: bytes in buf */
+	size_t bytes;            /* broadcast: bytes in buf; AGATHER: bytes per block */
+	size_t block;            /* RSCAT: elements per block; AGATHER: int32 lanes per block */
+	uint32_t cpb;            /* RSCAT, AGATHER: chunks per block */
+	uint16_t nblocks;        /* RSCAT, AGATHER: blocks (ranks), interleaved in the stream */
+	uint16_t root;           /* REDUCE: the root */
 	uint8_t kind;            /* enum li_req_kind */
 	uint8_t dtype;           /* user's dtype */
 	uint8_t op;

@@ -29,5 +29,16 @@ void li_req_enqueue(struct inca_comm *c, struct li_req *r);
 /* Queue @r at the end of the stream (seq numbers, layout). */
 int li_issue(struct inca_comm *c, struct li_req *r);
 void li_close_stream(struct inca_comm *c);
+/*
+ * Routed chunks (docs/protocol.md, "Routed chunks"): does this rank
+ * receive the elements of ring entry @e's result (or a BRIEF one)?
+ */
+bool li_gets_elems(const struct inca_comm *c, const struct li_chunk *e);
+/*
+ * The payload this rank contributes for chunk @e of a request still
+ * pending, in wire format, into @buf (max_payload bytes): its length, 0
+ * for a BRIEF contribution.
+ */
+size_t li_contrib_payload(struct inca_comm *c, const struct li_chunk *e, uint8_t *buf);
 
 #endif /* INCA_LI_STREAM_H */

@@ -10,6 +10,7 @@
  * reason for every malformed case instead of failing.
  */
 
+#include <stdbool.h>
 #include <string.h>
 
 #include <inca/wire.h>
@@ -245,6 +246,32 @@ check_roce_ext(const uint8_t *p)
 }
 
 /*
+ * The ROUTED, GATHER and BRIEF flags of a data message (docs/protocol.md,
+ * "Routed chunks"). Other messages are not checked: a NACK echoes the
+ * flags of the CONTRIB it refuses.
+ */
+static bool
+route_ok(const struct inca_msg *m)
+{
+	const uint8_t f = m->flags;
+	bool root;
+
+	if (!(f & INCA_F_ROUTED))
+		return !(f & (INCA_F_GATHER | INCA_F_BRIEF));
+	if ((f & INCA_F_GATHER) && (f & INCA_F_BFP))
+		return false;
+	if (m->type != INCA_MSG_CONTRIB)
+		return true;
+	/* A CONTRIB names its root by one bit, and says who sends elements. */
+	if (m->bitmap == 0 || (m->bitmap & (m->bitmap - 1)) != 0)
+		return false;
+	root = m->bitmap == UINT32_C(1) << m->rank;
+	if (!(f & INCA_F_GATHER))
+		return !(f & INCA_F_BRIEF);
+	return root ? !(f & INCA_F_BRIEF) : (f & INCA_F_BRIEF) != 0;
+}
+
+/*
  * The checks run in the order of enum inca_wire_err, and the first failing
  * one is reported, so a message malformed in several ways always gets the
  * same reason (docs/protocol.md, "Validation").
@@ -299,7 +326,7 @@ inca_msg_decode(const void *buf, size_t len, unsigned max_elems, struct inca_msg
 		if (m->count == 0 || m->count > limit ||
 		    m->count * size > INCA_MAX_PAYLOAD_BYTES)
 			return INCA_WIRE_COUNT;
-		if (m->body_len != m->count * size)
+		if (m->body_len != ((m->flags & INCA_F_BRIEF) ? 0 : m->count * size))
 			return INCA_WIRE_LEN;
 	} else {
 		if (m->count != 0)
@@ -320,6 +347,8 @@ inca_msg_decode(const void *buf, size_t len, unsigned max_elems, struct inca_msg
 	}
 	if ((m->flags & INCA_F_BFP) && m->dtype != INCA_DTYPE_INT32)
 		return INCA_WIRE_BFP_DTYPE;
+	if (is_data(m->type) && !route_ok(m))
+		return INCA_WIRE_ROUTE;
 	return INCA_WIRE_OK;
 }
 

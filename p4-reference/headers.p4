@@ -65,7 +65,13 @@ const bit<8> INCA_F_SET = 0x01;
 const bit<8> INCA_F_RETX = 0x02;
 const bit<8> INCA_F_LAST = 0x04;
 const bit<8> INCA_F_BFP = 0x08;
-const bit<8> INCA_F_MASK = 0x0f;
+/* Routed chunks (ReduceScatter, AllGather): incad only, not in the Tofino
+ * subset, so classify drops a CONTRIB with any of them as it drops one with
+ * a reserved bit. */
+const bit<8> INCA_F_ROUTED = 0x10;
+const bit<8> INCA_F_GATHER = 0x20;
+const bit<8> INCA_F_BRIEF = 0x40;
+const bit<8> INCA_F_MASK = 0x7f;
 
 /* Capability bits (INCA_CAP_*): the Tofino subset announces BFP, SEQ_CHECK
  * and FIXED_COUNT. */
@@ -74,7 +80,8 @@ const bit<16> INCA_CAP_BFP = 0x0002;
 const bit<16> INCA_CAP_SEQ_CHECK = 0x0004;
 const bit<16> INCA_CAP_FIXED_COUNT = 0x0008;
 const bit<16> INCA_CAP_ROCE = 0x0010; // incad only: the switch has no RoCEv2
-const bit<16> INCA_CAP_MASK = 0x001f;
+const bit<16> INCA_CAP_ROUTED = 0x0020; // incad only: no routed chunks on the switch
+const bit<16> INCA_CAP_MASK = 0x003f;
 
 /* ---- Frame headers ---- */
 

@@ -148,7 +148,8 @@ control Ingress(inout inca_headers_t hdr,
 			@defaultonly bad_msg;
 		}
 		const entries = {
-			/* Reserved flag bits clear, rank below 32, reason 0. */
+			/* Reserved and routed-chunk flag bits clear (no routed chunks
+			 * here), rank below 32, reason 0. */
 			(INCA_PROTO_VERSION, INCA_DTYPE_INT32, INCA_OP_SUM,
 			 8w0 &&& 8w0xf0, 16w0 &&& 16w0xffe0, 16w0,
 			 INCA_PAYLOAD_SMALL, INCA_UDP_LEN_SMALL, INCA_IP_LEN_SMALL) :

@@ -3,8 +3,8 @@
  */
 
 /*
- * inca-bench: allreduce latency and bandwidth through libinca, in the
- * manner of osu_allreduce. Start one process per worker (mpirun, a script,
+ * inca-bench: allreduce (or, with -C, reduce-scatter and all-gather)
+ * latency and bandwidth through libinca, in the manner of osu_allreduce. Start one process per worker (mpirun, a script,
  * one per network namespace); each needs the aggregator, the job, its rank
  * and the job size, from options or INCA_* variables (mpirun's
  * OMPI_COMM_WORLD_RANK / _SIZE work too). Rank 0 prints the table.
@@ -48,7 +48,15 @@ struct bench {
 	bool csv, json, verify, verify_each, inplace, verbose;
 	unsigned inflight; /* >1: split each size into that many iallreduce */
 	const char *fb_addr; /* --fallback-tcp: rank 0's IP:PORT */
+	/*
+	 * -C: the collective. A size S is the whole tensor: the allreduce's
+	 * S, the reduce-scatter's input (each rank keeps S / N), the
+	 * all-gather's output (each rank gives S / N).
+	 */
+	enum { COLL_ALLREDUCE, COLL_RSCAT, COLL_AGATHER } coll;
 };
+
+static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgather"};
 
 /* Figures per size exchanged between ranks (gather_figures). */
 #define NFIG 5
@@ -106,6 +114,9 @@ usage(FILE *f)
 		"  -G, --give-up-ms N          give up after silence (INCA_GIVE_UP_MS)\n"
 		"  -F, --float-mode M          auto, native, bfp (INCA_FLOAT_MODE)\n"
 		"  -k, --inflight K            split each message into K iallreduce\n"
+		"  -C, --collective C          allreduce, reduce_scatter or allgather (sizes\n"
+		"                              are the whole tensor: S in, S / N out, or the\n"
+		"                              reverse)\n"
 		"      --in-place              sendbuf == recvbuf\n"
 		"      --fallback-tcp IP:PORT  host allreduce through rank 0 at IP:PORT when\n"
 		"                              the aggregator fails (rank 0 listens there)\n"
@@ -196,14 +207,15 @@ fill(void *buf, unsigned dtype, unsigned rank, size_t count)
 	}
 }
 
-/* Number of wrong elements of @buf. */
+/* Number of wrong elements of @buf, elements @base .. @base + @count of the result. */
 static size_t
-verify(const void *buf, unsigned dtype, unsigned op, unsigned n, size_t count)
+verify_at(const void *buf, unsigned dtype, unsigned op, unsigned n, size_t count, size_t base)
 {
 	size_t i, bad = 0;
 	unsigned r;
 
-	for (i = 0; i < count; i++) {
+	buf = (const uint8_t *)buf - base * inca_dtype_size(dtype);
+	for (i = base; i < base + count; i++) {
 		if (dtype == INCA_DTYPE_INT32) {
 			uint32_t acc = (uint32_t)gen_i(0, i);
 
@@ -233,6 +245,28 @@ verify(const void *buf, unsigned dtype, unsigned op, unsigned n, size_t count)
 		else
 			got = inca_bf16_to_fp32(((const uint16_t *)buf)[i]);
 		bad += got != acc;
+	}
+	return bad;
+}
+
+static size_t
+verify(const void *buf, unsigned dtype, unsigned op, unsigned n, size_t count)
+{
+	return verify_at(buf, dtype, op, n, count, 0);
+}
+
+/* All-gather: wrong elements of the @n blocks of @block elements in @buf. */
+static size_t
+verify_gather(const void *buf, unsigned dtype, unsigned n, size_t block, void *tmp)
+{
+	size_t es = inca_dtype_size(dtype), bad = 0, i;
+	unsigned r;
+
+	for (r = 0; r < n; r++) {
+		fill(tmp, dtype, r, block);
+		for (i = 0; i < block; i++)
+			bad += memcmp((const uint8_t *)buf + (r * block + i) * es,
+				      (uint8_t *)tmp + i * es, es) != 0;
 	}
 	return bad;
 }
@@ -431,6 +465,11 @@ one_allreduce(struct bench *b, struct inca_comm *c, const void *in, void *out, s
 	unsigned k, n = b->inflight;
 	int ret, first = INCA_OK;
 
+	if (b->coll == COLL_RSCAT)
+		return inca_reduce_scatter(c, in, out, count / b->o.size, b->dtype, b->op);
+	if (b->coll == COLL_AGATHER)
+		return inca_allgather(c, b->inplace ? INCA_IN_PLACE : in, out,
+				      count / b->o.size * es);
 	if (n <= 1)
 		return inca_allreduce(c, b->inplace ? INCA_IN_PLACE : in, out, count, b->dtype,
 				      b->op);
@@ -463,6 +502,23 @@ cmp_i32(const void *a, const void *b)
 	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
 
 	return (x > y) - (x < y);
+}
+
+/* Wrong elements of the result in @out of the current collective of @count. */
+static size_t
+check_out(const struct bench *b, const void *out, size_t count, void *in)
+{
+	size_t block = count / b->o.size, bad;
+
+	if (b->coll == COLL_RSCAT)
+		return verify_at(out, b->dtype, b->op, b->o.size, block, b->o.rank * block);
+	if (b->coll == COLL_AGATHER) {
+		/* @in is this rank's block: refilled after the check. */
+		bad = verify_gather(out, b->dtype, b->o.size, block, in);
+		fill(in, b->dtype, b->o.rank, block);
+		return bad;
+	}
+	return verify(out, b->dtype, b->op, b->o.size, count);
 }
 
 /*
@@ -529,6 +585,8 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 
 	if (count == 0)
 		count = 1;
+	if (b->coll != COLL_ALLREDUCE)
+		count = (count + b->o.size - 1) / b->o.size * b->o.size; /* whole blocks */
 	if (iters == 0)
 		iters = 1;
 	bytes = count * es;
@@ -538,11 +596,13 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 		fprintf(stderr, "inca-bench: out of memory\n");
 		return INCA_ENOMEM;
 	}
-	fill(in, b->dtype, b->o.rank, count);
+	fill(in, b->dtype, b->o.rank, b->coll == COLL_AGATHER ? count / b->o.size : count);
 	for (k = 0; k < b->warmup + iters; k++) {
 		double t0;
 
-		if (b->inplace)
+		if (b->inplace && b->coll == COLL_AGATHER)
+			memcpy((uint8_t *)out + bytes / b->o.size * b->o.rank, in, bytes / b->o.size);
+		else if (b->inplace)
 			memcpy(out, in, bytes);
 		if (k == b->warmup) {
 			ret = inca_barrier(c);
@@ -564,7 +624,7 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 									  : INT32_MAX);
 		}
 		if (b->verify_each) {
-			bad += verify(out, b->dtype, b->op, b->o.size, count);
+			bad += check_out(b, out, count, in);
 			memset(out, 0xEE, bytes); /* a stale result must not pass */
 		}
 	}
@@ -577,7 +637,7 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 	}
 	cpu0 = cpu_us() - cpu0;
 	if (b->verify && !b->verify_each)
-		bad = verify(out, b->dtype, b->op, b->o.size, count);
+		bad = check_out(b, out, count, in);
 
 	/* The figures across ranks: sum of the means, smallest min, largest
 	 * max, wrong elements; then every iteration's slowest rank. */
@@ -612,19 +672,25 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 	/* The in-network lower bound is S/B: each link carries S bytes each
 	 * way, so S / time over the link rate is the utilisation, and
 	 * time / (S/B) its inverse (1.0 is the bound). */
-	double util = b->link_mbps > 0 ? (bytes * 8.0 / avg) / b->link_mbps : 0;
-	double sb_us = b->link_mbps > 0 ? bytes * 8.0 / b->link_mbps : 0;
+	/* The bounds of docs/protocol.md, "Routed chunks": an allreduce's and
+	 * a reduce-scatter's S / B (the uplink carries S), an all-gather's
+	 * (N - 1) S / (N B) (the downlink carries the others' blocks). */
+	double lb = b->coll == COLL_AGATHER ? bytes * (b->o.size - 1.0) / b->o.size : bytes;
+	double util = b->link_mbps > 0 ? (lb * 8.0 / avg) / b->link_mbps : 0;
+	double sb_us = b->link_mbps > 0 ? lb * 8.0 / b->link_mbps : 0;
 	double ratio = sb_us > 0 ? med / sb_us : 0;
 	/* CPU-seconds a rank spent per GiB it reduced (the mean over ranks). */
 	double cpu_gib = red[4] / 1e6 / b->o.size / ((double)bytes * iters / (1 << 30));
 
 	free(it);
 	if (b->json) {
-		printf("%s{\"dtype\":\"%s\",\"op\":\"%s\",\"bytes\":%zu,\"count\":%zu,"
+		printf("%s{\"collective\":\"%s\",\"dtype\":\"%s\",\"op\":\"%s\",\"bytes\":%zu,"
+		       "\"count\":%zu,"
 		       "\"avg_us\":%.1f,\"min_us\":%.1f,\"max_us\":%.1f,\"algbw_MBps\":%.2f,"
 		       "\"link_util\":%.4f,\"errors\":%d,\"median_us\":%.1f,\"ratio_SB\":%.4f,"
 		       "\"cpu_s_per_GiB\":%.4f}",
-		       *first_row ? "" : ",", inca_dtype_name(b->dtype), inca_op_name(b->op),
+		       *first_row ? "" : ",", coll_names[b->coll], inca_dtype_name(b->dtype),
+		       inca_op_name(b->op),
 		       bytes, count, avg, mn, mx, algbw, util, red[3], med, ratio, cpu_gib);
 	} else if (b->csv) {
 		printf("%s,%s,%zu,%zu,%.1f,%.1f,%.1f,%.2f,%.4f,%d,%.1f,%.4f,%.4f\n",
@@ -672,6 +738,7 @@ main(int argc, char **argv)
 		{"give-up-ms", required_argument, NULL, 'G'},
 		{"float-mode", required_argument, NULL, 'F'},
 		{"inflight", required_argument, NULL, 'k'},
+		{"collective", required_argument, NULL, 'C'},
 		{"in-place", no_argument, NULL, 1},
 		{"fallback-tcp", required_argument, NULL, 5},
 		{"verify-each", no_argument, NULL, 6},
@@ -711,7 +778,7 @@ main(int argc, char **argv)
 	b.verify = true;
 	b.inflight = 1;
 
-	while ((opt = getopt_long(argc, argv, "a:j:r:n:t:b:m:M:s:i:I:x:d:o:L:W:E:U:T:G:F:k:vh",
+	while ((opt = getopt_long(argc, argv, "a:j:r:n:t:b:m:M:s:i:I:x:d:o:L:W:E:U:T:G:F:k:C:vh",
 				  lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'a': b.o.aggregator = optarg; break;
@@ -761,6 +828,15 @@ main(int argc, char **argv)
 					 !strcmp(optarg, "bfp") ? INCA_FLOAT_BFP : INCA_FLOAT_AUTO;
 			break;
 		case 'k': b.inflight = num("-k", optarg, 64); break;
+		case 'C':
+			for (k = 0; k < 3 && strcmp(optarg, coll_names[k]) != 0; k++)
+				;
+			if (k == 3) {
+				fprintf(stderr, "inca-bench: unknown collective '%s'\n", optarg);
+				return 2;
+			}
+			b.coll = k;
+			break;
 		case 1: b.inplace = true; break;
 		case 2: b.verify = false; break;
 		case 3: b.csv = true; break;
@@ -862,6 +938,7 @@ main(int argc, char **argv)
 			       "\"recoveries\":%llu,\"fallback_calls\":%llu,"
 			       "\"fallback_collectives\":%llu,\"rejoins\":%llu,"
 			       "\"chunks\":%llu,\"nacks\":%llu,\"nacks_held\":%llu,"
+			       "\"tx_bytes\":%llu,\"rx_bytes\":%llu,\"caps\":%u,"
 			       "\"gso_sends\":%llu,\"gro_pkts\":%llu,"
 			       "\"xdp_tx_pkts\":%llu,\"xdp_rx_pkts\":%llu}}\n",
 			       (unsigned long long)st.retransmits, (unsigned long long)st.replays,
@@ -871,6 +948,8 @@ main(int argc, char **argv)
 			       (unsigned long long)st.rejoins, (unsigned long long)st.chunks,
 			       (unsigned long long)st.nacks,
 			       (unsigned long long)st.nack_reasons[INCA_NACK_HELD],
+			       (unsigned long long)st.tx_bytes, (unsigned long long)st.rx_bytes,
+			       (unsigned)info.caps,
 			       (unsigned long long)info.gso_sends,
 			       (unsigned long long)info.gro_pkts,
 			       (unsigned long long)info.xdp_tx_pkts,

@@ -26,7 +26,9 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* Flags of the first contribution that a use of a set keeps. */
-#define AGG_KEPT_FLAGS (INCA_F_BFP | INCA_F_LAST)
+#define AGG_KEPT_FLAGS (INCA_F_BFP | INCA_F_LAST | INCA_F_ROUTED | INCA_F_GATHER)
+/* Flags every contribution of one use must agree on (rule 2). */
+#define AGG_SAME_FLAGS (INCA_F_BFP | INCA_F_ROUTED | INCA_F_GATHER)
 
 static const char *const drop_names[] = {
 #define AGG_X_(n, d) #n,
@@ -113,6 +115,7 @@ set_clear(struct agg_set *s)
 	s->count = 0;
 	s->seq = 0;
 	s->offset = 0;
+	s->root = 0;
 	/* Readers of the state may be on other threads (busy_slots). */
 	__atomic_store_n(&s->state, AGG_SET_IDLE, __ATOMIC_RELAXED);
 }
@@ -336,12 +339,31 @@ complete(struct agg_job *j, struct agg_set *s, struct agg_out *out)
 	return verdict(out, AGG_COMPLETE, s);
 }
 
+/* The root of a routed contribution (its bitmap has exactly one bit). */
+static inline uint8_t
+root_of(const struct inca_msg *m)
+{
+	return (m->flags & INCA_F_ROUTED) ? (uint8_t)__builtin_ctz(m->bitmap) : 0;
+}
+
+/*
+ * Only the root's elements make a gathered chunk's result, whatever the
+ * order of arrival; the others' BRIEF contributions count without them.
+ */
+static inline bool
+carries(const struct inca_msg *m)
+{
+	return !(m->flags & INCA_F_GATHER) || m->rank == root_of(m);
+}
+
 /* Rules 1 and 5: the first contribution of a new use of @s. */
 static inline enum agg_verdict
 start_use(struct agg_job *j, struct agg_set *s, struct agg_set *o, const struct inca_msg *m,
 	  uint32_t bit, struct agg_out *out)
 {
-	j->init[m->dtype](s->acc, m->body, m->count);
+	if (carries(m))
+		j->init[m->dtype](s->acc, m->body, m->count);
+	s->root = root_of(m);
 	s->bitmap = bit;
 	s->seq = m->seq;
 	s->dtype = m->dtype;
@@ -362,7 +384,9 @@ static inline bool
 same_use(const struct agg_set *s, const struct inca_msg *m)
 {
 	return s->dtype == m->dtype && s->op == m->op && s->count == m->count &&
-	       s->offset == m->offset && (s->flags & INCA_F_BFP) == (m->flags & INCA_F_BFP);
+	       s->offset == m->offset &&
+	       (s->flags & AGG_SAME_FLAGS) == (m->flags & AGG_SAME_FLAGS) &&
+	       s->root == root_of(m);
 }
 
 enum agg_verdict
@@ -395,11 +419,22 @@ agg_contribute(struct agg_job *j, const struct inca_msg *m, struct agg_out *out)
 	 * inca_msg_decode() rules these out; checked again because the
 	 * kernels would otherwise read beyond the body.
 	 */
-	if (unlikely(m->count == 0 || m->body == NULL ||
-		     m->body_len < (size_t)m->count * elem_size(m->dtype)))
+	if (unlikely(m->count == 0 ||
+		     (!(m->flags & INCA_F_BRIEF) &&
+		      (m->body == NULL || m->body_len < (size_t)m->count * elem_size(m->dtype)))))
 		return drop(out, AGG_DROP_MALFORMED);
 	if (unlikely((m->flags & INCA_F_BFP) && m->dtype != INCA_DTYPE_INT32))
 		return drop(out, AGG_DROP_DTYPE);
+	if (unlikely(m->flags & (INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF))) {
+		/* Decode guarantees the flags' consistency; the core must not
+		 * read elements a BRIEF message does not have whatever it is
+		 * given, so a root's BRIEF gather is refused here too. */
+		if (!(m->flags & INCA_F_ROUTED) || m->bitmap == 0 ||
+		    ((m->flags & INCA_F_BRIEF) && carries(m)))
+			return drop(out, AGG_DROP_MALFORMED);
+		if (p->tree || root_of(m) >= p->nworkers)
+			return drop(out, AGG_DROP_ROUTE);
+	}
 
 	setno = m->flags & INCA_F_SET;
 	s = &j->sets[2 * (size_t)m->slot + setno];
@@ -416,7 +451,12 @@ agg_contribute(struct agg_job *j, const struct inca_msg *m, struct agg_out *out)
 			return mismatch(j, s, out);
 		if (s->bitmap & bit)
 			return drop(out, AGG_DROP_DUPLICATE);
-		j->combine[s->dtype][s->op](s->acc, m->body, s->count);
+		if (s->flags & INCA_F_GATHER) {
+			if (carries(m))
+				j->init[s->dtype](s->acc, m->body, s->count);
+		} else {
+			j->combine[s->dtype][s->op](s->acc, m->body, s->count);
+		}
 		s->bitmap |= bit;
 		if (m->exp > s->exp)
 			s->exp = m->exp;
@@ -479,6 +519,24 @@ agg_result_len(const struct agg_set *s)
 	return INCA_HDR_LEN + (size_t)s->count * elem_size(s->dtype);
 }
 
+uint32_t
+agg_result_dests(const struct agg_job *j, const struct agg_set *s)
+{
+	uint32_t root = UINT32_C(1) << s->root;
+
+	if (!(s->flags & INCA_F_ROUTED))
+		return j->full_mask;
+	return (s->flags & INCA_F_GATHER) ? j->full_mask & ~root : root;
+}
+
+size_t
+agg_result_len_to(const struct agg_job *j, const struct agg_set *s, uint16_t rank)
+{
+	if (rank < INCA_MAX_WORKERS && (agg_result_dests(j, s) & (UINT32_C(1) << rank)))
+		return agg_result_len(s);
+	return INCA_HDR_LEN;
+}
+
 /*
  * Write a message about set @s (its chunk's fields, its accumulator as the
  * body in wire format) with @type, @job, @rank, @token, @bitmap and RETX
@@ -486,7 +544,7 @@ agg_result_len(const struct agg_set *s)
  */
 static size_t
 set_msg_write(const struct agg_job *j, const struct agg_set *s, uint8_t type, uint16_t job,
-	      uint16_t rank, uint32_t token, uint32_t bitmap, bool retx, void *buf)
+	      uint16_t rank, uint32_t token, uint32_t bitmap, bool retx, bool brief, void *buf)
 {
 	struct inca_msg m = {
 		.version = INCA_PROTO_VERSION,
@@ -497,7 +555,8 @@ set_msg_write(const struct agg_job *j, const struct agg_set *s, uint8_t type, ui
 		.rank = rank,
 		.token = token,
 		.slot = s->slot,
-		.flags = (uint8_t)(s->set | (s->flags & AGG_KEPT_FLAGS) | (retx ? INCA_F_RETX : 0)),
+		.flags = (uint8_t)(s->set | (s->flags & AGG_KEPT_FLAGS) | (retx ? INCA_F_RETX : 0) |
+				   (brief ? INCA_F_BRIEF : 0)),
 		.exp = s->exp,
 		.seq = s->seq,
 		.offset = s->offset,
@@ -507,6 +566,8 @@ set_msg_write(const struct agg_job *j, const struct agg_set *s, uint8_t type, ui
 	};
 
 	inca_hdr_encode(&m, buf);
+	if (brief)
+		return INCA_HDR_LEN;
 	j->export[s->dtype]((uint8_t *)buf + INCA_HDR_LEN, s->acc, s->count);
 	return agg_result_len(s);
 }
@@ -518,7 +579,8 @@ agg_result_write(const struct agg_job *j, const struct agg_set *s, uint16_t dst_
 	/* Every rank contributed to a complete set, even when rule 6 has
 	 * since cleared the bits of those that moved on. */
 	return set_msg_write(j, s, INCA_MSG_RESULT, j->p.job, dst_rank, j->p.token,
-			     s->state == AGG_SET_COMPLETE ? j->full_mask : s->bitmap, replay, buf);
+			     s->state == AGG_SET_COMPLETE ? j->full_mask : s->bitmap, replay,
+			     agg_result_len_to(j, s, dst_rank) == INCA_HDR_LEN, buf);
 }
 
 void
@@ -534,7 +596,7 @@ size_t
 agg_partial_write(const struct agg_job *j, const struct agg_set *s, uint16_t job, uint16_t rank,
 		  uint32_t token, bool retx, void *buf)
 {
-	return set_msg_write(j, s, INCA_MSG_CONTRIB, job, rank, token, 0, retx, buf);
+	return set_msg_write(j, s, INCA_MSG_CONTRIB, job, rank, token, 0, retx, false, buf);
 }
 
 /* The set a parent's message names, if it is a PARTIAL set of that use. */

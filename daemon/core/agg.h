@@ -37,7 +37,8 @@
 	X(DUPLICATE, "contribution already counted, set still filling") \
 	X(STALE, "contribution for an older use of the set") \
 	X(CONFLICT, "contribution for a newer use while the set is still filling") \
-	X(MALFORMED, "element count zero or body shorter than the count says")
+	X(MALFORMED, "element count zero or body shorter than the count says") \
+	X(ROUTE, "routed chunk whose root is not a rank of the job, or in a tree leaf's job")
 
 enum agg_drop {
 #define AGG_X_(n, d) AGG_DROP_##n,
@@ -69,9 +70,11 @@ struct agg_set {
 	uint8_t state;      /* enum agg_set_state */
 	uint8_t dtype;
 	uint8_t op;
-	uint8_t flags;      /* INCA_F_BFP | INCA_F_LAST of the first contribution */
+	/* INCA_F_BFP, LAST, ROUTED and GATHER of the first contribution */
+	uint8_t flags;
 	int8_t exp;         /* max of the contributions' exponents */
 	uint8_t set;        /* 0 or 1: which shadow set this is */
+	uint8_t root;       /* ROUTED: the rank of the chunk's root */
 	uint16_t count;
 	uint16_t slot;
 	uint32_t seq;
@@ -190,16 +193,28 @@ enum agg_verdict agg_contribute(struct agg_job *j, const struct inca_msg *m,
 				struct agg_out *out);
 
 /*
- * Length of the RESULT message of set @s (header + body).
+ * Length of the RESULT message of set @s with its body (header + body).
  */
 size_t agg_result_len(const struct agg_set *s);
 
 /*
+ * Ranks of @j that receive the elements of set @s's result (docs/protocol.md,
+ * "Routed chunks"): every rank, the root of a reduced chunk, or every rank
+ * but the root of a gathered one. The others get a BRIEF RESULT.
+ */
+uint32_t agg_result_dests(const struct agg_job *j, const struct agg_set *s);
+
+/* Length of the RESULT of set @s to rank @rank: with its body, or BRIEF. */
+size_t agg_result_len_to(const struct agg_job *j, const struct agg_set *s, uint16_t rank);
+
+/*
  * Write the RESULT message of the COMPLETE set @s into @buf (at least
- * agg_result_len(s) bytes): header with rank @dst_rank, INCA_F_RETX when
- * @replay, bitmap = every rank (rule 6 may have cleared some of the set's
- * bits since it completed), then the body in wire format (rounded to
- * fp16/bf16 as the protocol says). Returns the length written.
+ * agg_result_len_to(j, s, dst_rank) bytes): header with rank @dst_rank,
+ * INCA_F_RETX when @replay, bitmap = every rank (rule 6 may have cleared
+ * some of the set's bits since it completed), then the body in wire format
+ * (rounded to fp16/bf16 as the protocol says), or none and INCA_F_BRIEF
+ * when @dst_rank does not receive the elements of a routed chunk. Returns
+ * the length written.
  */
 size_t agg_result_write(const struct agg_job *j, const struct agg_set *s, uint16_t dst_rank,
 			bool replay, void *buf);
@@ -232,7 +247,10 @@ enum agg_verdict agg_parent_result(struct agg_job *j, const struct inca_msg *m,
 enum agg_verdict agg_parent_fail(struct agg_job *j, const struct inca_msg *m,
 				 struct agg_out *out);
 
-/* Rewrite the rank field of a RESULT already written by agg_result_write(). */
+/*
+ * Rewrite the rank field of a RESULT already written by agg_result_write(),
+ * for another rank that receives the same form (agg_result_dests()).
+ */
 void agg_result_set_rank(void *msg, uint16_t rank);
 
 #endif /* INCA_AGG_H */

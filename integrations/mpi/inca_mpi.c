@@ -19,12 +19,14 @@
  * communicator, hence one job per communicator.
  *
  * What goes through INCA on such a communicator: MPI_Allreduce,
- * MPI_Iallreduce, MPI_Reduce and MPI_Reduce_scatter_block (as an
- * allreduce) of MPI_INT, MPI_INT32_T and MPI_FLOAT with MPI_SUM, MPI_MIN or
- * MPI_MAX (and MPI_UNSIGNED / MPI_UINT32_T with MPI_SUM, whose wrapping sum
- * is the same bits); MPI_Bcast, MPI_Ibcast and MPI_Allgather of any
- * datatype as an int32 sum of raw bytes to which every other rank adds
- * zeros (bit-exact for any content); MPI_Barrier and MPI_Ibarrier.
+ * MPI_Iallreduce, MPI_Reduce and MPI_Reduce_scatter_block (inca_reduce_scatter():
+ * routed chunks where the aggregator has them, else an allreduce) of MPI_INT,
+ * MPI_INT32_T and MPI_FLOAT with MPI_SUM, MPI_MIN or MPI_MAX (and
+ * MPI_UNSIGNED / MPI_UINT32_T with MPI_SUM, whose wrapping sum is the same
+ * bits); MPI_Bcast and MPI_Ibcast of any datatype as an int32 sum of raw
+ * bytes to which every other rank adds zeros (bit-exact for any content);
+ * MPI_Allgather of any datatype (inca_allgather(): routed chunks, else
+ * that int32 sum); MPI_Barrier and MPI_Ibarrier.
  *
  * Every routing decision depends only on arguments MPI requires to agree
  * across ranks (communicator, count, datatype and op of a reduction, the
@@ -172,7 +174,7 @@ struct im_conf {
 	X(barrier_inca, "MPI_Barrier calls sent through libinca") \
 	X(reduce_inca, "MPI_Reduce calls sent through libinca (as an allreduce)") \
 	X(reduce_scatter_inca, "MPI_Reduce_scatter_block calls sent through libinca") \
-	X(allgather_inca, "MPI_Allgather calls sent through libinca (as an allreduce)") \
+	X(allgather_inca, "MPI_Allgather calls sent through libinca") \
 	X(ibcast_inca, "MPI_Ibcast calls sent through libinca") \
 	X(ibarrier_inca, "MPI_Ibarrier calls sent through libinca") \
 	X(allreduce_host, "eligible MPI_Allreduce calls routed to PMPI by INCA_MPI_ROUTE") \
@@ -1267,9 +1269,11 @@ MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 }
 
 /*
- * MPI_Reduce_scatter_block as an allreduce of all N blocks, of which each
- * rank keeps its own: exact; every rank sends and receives N blocks where a
- * host algorithm moves about one.
+ * MPI_Reduce_scatter_block through inca_reduce_scatter(): where the
+ * aggregator routes chunks (INCA_CAP_ROUTED), each block's result goes
+ * to its owner only, so a rank receives one block; elsewhere libinca runs
+ * it as an allreduce of all N blocks of which each rank keeps its own.
+ * Exact either way.
  */
 IM_EXPORT int
 MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
@@ -1279,26 +1283,23 @@ MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 	unsigned dtype, iop;
 	uint64_t total;
 	char *tmp = NULL;
-	size_t block;
 	int ret;
 
 	total = c != NULL && recvcount > 0 ? (uint64_t)recvcount * (uint64_t)c->size : 0;
 	if (total == 0 || reduction_route(total, datatype, op, comm, &dtype, &iop) == NULL)
 		return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
-	block = (size_t)recvcount * 4;
 	pthread_mutex_lock(&c->lock);
 	if (sendbuf == MPI_IN_PLACE) {
-		/* The input is recvbuf, all N blocks; the result is its first. */
-		ret = inca_allreduce(c->comm, INCA_IN_PLACE, recvbuf, (size_t)total, dtype, iop);
-		if (ret == INCA_OK && c->rank != 0)
-			memmove(recvbuf, (char *)recvbuf + (size_t)c->rank * block, block);
-	} else {
-		tmp = malloc((size_t)total * 4);
+		/* The input is recvbuf, all N blocks; the result is its first:
+		 * the input is copied, the output must not overlap it. */
+		tmp = malloc((size_t)total * inca_dtype_size(dtype));
+		if (tmp != NULL)
+			memcpy(tmp, recvbuf, (size_t)total * inca_dtype_size(dtype));
 		ret = tmp == NULL ? INCA_ENOMEM :
-		      inca_allreduce(c->comm, sendbuf, tmp, (size_t)total, dtype, iop);
-		if (ret == INCA_OK)
-			memcpy(recvbuf, tmp + (size_t)c->rank * block, block);
+		      inca_reduce_scatter(c->comm, tmp, recvbuf, (size_t)recvcount, dtype, iop);
 		free(tmp);
+	} else {
+		ret = inca_reduce_scatter(c->comm, sendbuf, recvbuf, (size_t)recvcount, dtype, iop);
 	}
 	if (ret == INCA_OK)
 		count_inca(c, &im.n.reduce_scatter_inca, total * 4);
@@ -1390,12 +1391,14 @@ MPI_Barrier(MPI_Comm comm)
 }
 
 /*
- * MPI_Allgather as an int32 sum of the N blocks' bytes (padded to whole
- * words), each rank contributing its own block and zeros elsewhere: in every
- * byte at most one rank adds something other than zero, so no carry ever
- * crosses a byte and the result is each rank's bytes, whatever they hold
- * (-0.0, NaN payloads, doubles). It costs S·N each way per rank, S being
- * one rank's block, where a host allgather receives S·(N − 1).
+ * MPI_Allgather through inca_allgather(): where the aggregator routes
+ * chunks (INCA_CAP_ROUTED), a rank sends its block alone and receives the
+ * others' (S each way, S being one rank's block, as a host allgather);
+ * elsewhere libinca runs it as an int32 sum of the N blocks' bytes, each
+ * rank contributing its own block and zeros elsewhere: in every byte at
+ * most one rank adds something other than zero, so no carry ever crosses a
+ * byte and the result is each rank's bytes, whatever they hold (-0.0, NaN
+ * payloads, doubles), at S·N each way.
  */
 IM_EXPORT int
 MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -1427,8 +1430,8 @@ MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *r
 	words = (size_t)(total + 3) / 4;
 	contig = type_contiguous(recvtype, recvcount * c->size);
 	PMPI_Type_get_extent(recvtype, &lb, &rext);
-	/* Straight in recvbuf when it is one block of whole words. */
-	buf = contig && total % 4 == 0 ? recvbuf : malloc(words * 4);
+	/* Straight in recvbuf when it is one contiguous block. */
+	buf = contig ? recvbuf : malloc(words * 4);
 	if (buf == NULL)
 		return im_result(INCA_ENOMEM, comm);
 	mine = buf + (size_t)c->rank * b;
@@ -1448,10 +1451,8 @@ MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *r
 	}
 	if (pack_err)
 		memset(mine, 0, b); /* take part anyway; report the error */
-	memset(buf, 0, (size_t)c->rank * b);
-	memset(mine + b, 0, words * 4 - ((size_t)c->rank + 1) * b);
 	pthread_mutex_lock(&c->lock);
-	ret = inca_allreduce(c->comm, INCA_IN_PLACE, buf, words, INCA_DTYPE_INT32, INCA_OP_SUM);
+	ret = inca_allgather(c->comm, INCA_IN_PLACE, buf, (size_t)b);
 	if (ret == INCA_OK)
 		count_inca(c, &im.n.allgather_inca, total);
 	pthread_mutex_unlock(&c->lock);

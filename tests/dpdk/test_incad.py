@@ -725,13 +725,16 @@ def case_malformed():
         udp_frame(hdr(CONTRIB, job=8, count=3) + b'\0' * 8),   # body != count
         udp_frame(b'\x01\x01\x00'),                            # shorter than a header
         udp_frame(hdr(CONTRIB, job=8, count=2, flags=0x80) + b'\0' * 8),
+        # A routed CONTRIB (ROUTED 0x10) naming two roots: the codec's
+        # ROUTE check, not incad's CONTRIB fast path, decides.
+        udp_frame(hdr(CONTRIB, job=8, count=2, flags=0x10, bitmap=0x3) + b'\0' * 8),
         udp_frame(hdr(RESULT, job=8, count=1) + b'\0' * 4),    # incad never takes these
         join(8, 0, 1),
         good,
     ]
     run = run_incad(base_config(), [frames])
     for reason in ('ETH_SHORT', 'IP_SHORT', 'IP_CSUM', 'IP_FRAGMENT', 'UDP_CSUM', 'VERSION',
-                   'TYPE', 'LEN', 'SHORT', 'FLAGS'):
+                   'TYPE', 'LEN', 'SHORT', 'FLAGS', 'ROUTE'):
         check(run.drop('wire/' + reason) == 1, 'wire/%s not counted once: %s'
               % (reason, run.drops))
     check(run.drop('incad/UNEXPECTED_MSG') == 1, 'drops %s' % run.drops)

@@ -72,6 +72,7 @@ struct model_set {
 	int8_t exp;
 	uint16_t count;
 	uint32_t seq, offset;
+	uint8_t root;        /* a routed chunk's root ("Routed chunks") */
 	uint32_t counted;    /* ranks counted in this use; rule 6 never clears it */
 	unsigned ncounted;
 	uint32_t *acc;       /* max_elems lanes, through agg_ref_* */
@@ -205,11 +206,33 @@ model_clear_other(struct model_set *o, uint32_t bit)
 		o->bitmap &= ~bit;
 }
 
+/* "Routed chunks": the root a CONTRIB names by its one bitmap bit. */
+static uint8_t
+model_root(const struct inca_msg *m)
+{
+	uint8_t r = 0;
+
+	if (!(m->flags & INCA_F_ROUTED))
+		return 0;
+	while (!(m->bitmap & (UINT32_C(1) << r)))
+		r++;
+	return r;
+}
+
+/* Only the root's elements are a gathered chunk's; everybody's are reduced. */
+static bool
+model_has_elems(const struct inca_msg *m)
+{
+	return !(m->flags & INCA_F_GATHER) || m->rank == model_root(m);
+}
+
 static enum agg_verdict
 model_start(const struct fuzz_job *fj, struct model_set *s, struct model_set *o,
 	    const struct inca_msg *m, uint32_t bit)
 {
-	agg_ref_init(m->dtype, s->acc, m->body, m->count);
+	if (model_has_elems(m))
+		agg_ref_init(m->dtype, s->acc, m->body, m->count);
+	s->root = model_root(m);
 	s->bitmap = bit;
 	s->counted = bit;
 	s->ncounted = 1;
@@ -218,7 +241,7 @@ model_start(const struct fuzz_job *fj, struct model_set *s, struct model_set *o,
 	s->op = m->op;
 	s->count = m->count;
 	s->offset = m->offset;
-	s->flags = m->flags & (INCA_F_BFP | INCA_F_LAST);
+	s->flags = m->flags & (INCA_F_BFP | INCA_F_LAST | INCA_F_ROUTED | INCA_F_GATHER);
 	s->exp = m->exp;
 	s->remaining = fj->p.nworkers - 1;
 	model_clear_other(o, bit);
@@ -254,10 +277,18 @@ model_contribute(struct fuzz_job *fj, const struct inca_msg *m, enum agg_drop *r
 		DROP(OP);
 	if (m->count > p->max_elems)
 		DROP(TOO_LARGE);
-	if (m->count == 0 || m->body_len < (size_t)m->count * inca_dtype_size(m->dtype))
+	if (m->count == 0 || (!(m->flags & INCA_F_BRIEF) &&
+			      m->body_len < (size_t)m->count * inca_dtype_size(m->dtype)))
 		DROP(MALFORMED);
 	if ((m->flags & INCA_F_BFP) && m->dtype != INCA_DTYPE_INT32)
 		DROP(DTYPE);
+	if (m->flags & (INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF)) {
+		if (!(m->flags & INCA_F_ROUTED) || m->bitmap == 0 ||
+		    ((m->flags & INCA_F_BRIEF) && model_has_elems(m)))
+			DROP(MALFORMED);
+		if (p->tree || model_root(m) >= p->nworkers)
+			DROP(ROUTE);
+	}
 
 	bit = UINT32_C(1) << m->rank;
 	*setidx = 2 * (size_t)m->slot + (m->flags & INCA_F_SET);
@@ -273,7 +304,9 @@ model_contribute(struct fuzz_job *fj, const struct inca_msg *m, enum agg_drop *r
 			DROP(CONFLICT);
 		}
 		if (m->dtype != s->dtype || m->op != s->op || m->count != s->count ||
-		    m->offset != s->offset || (m->flags & INCA_F_BFP) != (s->flags & INCA_F_BFP)) {
+		    m->offset != s->offset || model_root(m) != s->root ||
+		    (m->flags & (INCA_F_BFP | INCA_F_ROUTED | INCA_F_GATHER)) !=
+			    (s->flags & (INCA_F_BFP | INCA_F_ROUTED | INCA_F_GATHER))) {
 			/* Rule 2: with sequence numbers the chunk fails. */
 			if (!p->seq_check)
 				DROP(MISMATCH);
@@ -285,7 +318,10 @@ model_contribute(struct fuzz_job *fj, const struct inca_msg *m, enum agg_drop *r
 		/* Exactly once: the rules never let a rank be counted twice. */
 		FUZZ_CHECK(!(s->counted & bit), "rank %u counted twice in slot %u set %u",
 			   m->rank, m->slot, m->flags & INCA_F_SET);
-		agg_ref_combine(s->dtype, s->op, s->acc, m->body, s->count);
+		if (!(s->flags & INCA_F_GATHER))
+			agg_ref_combine(s->dtype, s->op, s->acc, m->body, s->count);
+		else if (model_has_elems(m))
+			agg_ref_init(s->dtype, s->acc, m->body, s->count);
 		s->bitmap |= bit;
 		s->counted |= bit;
 		s->ncounted++;
@@ -355,11 +391,30 @@ model_busy_slots(const struct fuzz_job *fj)
 	return n;
 }
 
+/* Does @rank receive the elements of @w's result, or a BRIEF one? */
+static bool
+model_gets_elems(const struct model_set *w, uint16_t rank)
+{
+	if (!(w->flags & INCA_F_ROUTED))
+		return true;
+	return (w->flags & INCA_F_GATHER) ? rank != w->root : rank == w->root;
+}
+
+/* Length of the RESULT of model set @w to @rank. */
+static size_t
+model_result_len(const struct model_set *w, uint16_t rank)
+{
+	return INCA_HDR_LEN +
+	       (model_gets_elems(w, rank) ? (size_t)w->count * inca_dtype_size(w->dtype) : 0);
+}
+
 /* What the RESULT of model set @w must be, byte for byte. */
 static void
 model_result(const struct fuzz_job *fj, const struct model_set *w, size_t idx,
 	     uint16_t rank, bool replay, uint8_t *buf)
 {
+	bool brief = !model_gets_elems(w, rank);
+
 	struct inca_msg m = {
 		.version = INCA_PROTO_VERSION,
 		.type = INCA_MSG_RESULT,
@@ -369,7 +424,8 @@ model_result(const struct fuzz_job *fj, const struct model_set *w, size_t idx,
 		.rank = rank,
 		.token = fj->p.token,
 		.slot = (uint16_t)(idx / 2),
-		.flags = (uint8_t)((idx & 1) | w->flags | (replay ? INCA_F_RETX : 0)),
+		.flags = (uint8_t)((idx & 1) | w->flags | (replay ? INCA_F_RETX : 0) |
+				   (brief ? INCA_F_BRIEF : 0)),
 		.exp = w->exp,
 		.seq = w->seq,
 		.offset = w->offset,
@@ -378,7 +434,8 @@ model_result(const struct fuzz_job *fj, const struct model_set *w, size_t idx,
 	};
 
 	inca_hdr_encode(&m, buf);
-	agg_ref_export(w->dtype, buf + INCA_HDR_LEN, w->acc, w->count);
+	if (!brief)
+		agg_ref_export(w->dtype, buf + INCA_HDR_LEN, w->acc, w->count);
 }
 
 static void
@@ -386,13 +443,13 @@ check_result(const struct fuzz_job *fj, const struct agg_out *ob, const struct a
 	     size_t idx, const struct inca_msg *m, bool replay, bool all_copies)
 {
 	const struct model_set *w = &fj->sets[idx];
-	size_t len = agg_result_len(ob->set);
+	size_t len = agg_result_len_to(fj->best, ob->set, m->rank), n;
 	uint8_t *rb, *rp, *want;
 	struct inca_msg r;
 	unsigned rank;
 
-	FUZZ_CHECK(len == INCA_HDR_LEN + (size_t)w->count * inca_dtype_size(w->dtype) &&
-		   agg_result_len(op->set) == len, "result length %zu", len);
+	FUZZ_CHECK(len == model_result_len(w, m->rank) &&
+		   agg_result_len_to(fj->port, op->set, m->rank) == len, "result length %zu", len);
 	/* Exactly the advertised size, so that ASan sees any write beyond it. */
 	rb = malloc(len);
 	rp = malloc(len);
@@ -415,12 +472,32 @@ check_result(const struct fuzz_job *fj, const struct agg_out *ob, const struct a
 
 	if (!all_copies)
 		goto out;
+	/* Each member's copy, in a buffer of exactly its size: the sender's
+	 * with the rank rewritten when it is of the same form (incad's
+	 * template), else written for it. */
 	for (rank = 0; rank < fj->p.nworkers; rank++) {
+		uint8_t *cb, *cw;
+
 		if (!(fj->members & (UINT32_C(1) << rank)))
 			continue;
-		agg_result_set_rank(rb, (uint16_t)rank);
-		model_result(fj, w, idx, (uint16_t)rank, replay, want);
-		FUZZ_CHECK(memcmp(rb, want, len) == 0, "copy for rank %u", rank);
+		n = model_result_len(w, (uint16_t)rank);
+		FUZZ_CHECK(agg_result_len_to(fj->best, ob->set, (uint16_t)rank) == n,
+			   "length of the copy for rank %u", rank);
+		cb = malloc(n);
+		cw = malloc(n);
+		if (cb == NULL || cw == NULL)
+			abort();
+		if (model_gets_elems(w, (uint16_t)rank) == model_gets_elems(w, m->rank)) {
+			memcpy(cb, rb, n);
+			agg_result_set_rank(cb, (uint16_t)rank);
+		} else {
+			FUZZ_CHECK(agg_result_write(fj->best, ob->set, (uint16_t)rank, replay,
+						    cb) == n, "copy length for rank %u", rank);
+		}
+		model_result(fj, w, idx, (uint16_t)rank, replay, cw);
+		FUZZ_CHECK(memcmp(cb, cw, n) == 0, "copy for rank %u", rank);
+		free(cw);
+		free(cb);
 	}
 out:
 	free(want);

@@ -84,7 +84,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(m.body == data + INCA_HDR_LEN && m.body_len == size - INCA_HDR_LEN,
 			   "body is not the rest of the buffer");
 		if (m.type == INCA_MSG_CONTRIB || m.type == INCA_MSG_RESULT)
-			FUZZ_CHECK(m.body_len == (size_t)m.count * inca_dtype_size(m.dtype) &&
+			FUZZ_CHECK(m.body_len == ((m.flags & INCA_F_BRIEF) ? 0 :
+						  (size_t)m.count * inca_dtype_size(m.dtype)) &&
 				   m.body_len <= INCA_MAX_PAYLOAD_BYTES, "data body length");
 		else if (m.body_len == INCA_CTRL_LEN)
 			check_ctrl_round_trip(&m);

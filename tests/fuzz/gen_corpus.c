@@ -139,7 +139,8 @@ mk_data(struct msgbuf *mb, const struct inca_msg *m, bool special)
 {
 	inca_hdr_encode(m, mb->b);
 	fill_body(mb->b + INCA_HDR_LEN, m->dtype, m->count, special);
-	mb->len = INCA_HDR_LEN + (size_t)m->count * inca_dtype_size(m->dtype);
+	mb->len = INCA_HDR_LEN +
+		  ((m->flags & INCA_F_BRIEF) ? 0 : (size_t)m->count * inca_dtype_size(m->dtype));
 }
 
 static void
@@ -663,6 +664,36 @@ rounds(void)
 		rec_contrib(&r, rank == 3 ? CTRL_ALL_COPIES : 0, &m, false);
 	}
 	write_file("frame", "round-job9-member", r.b, r.len);
+
+	/* Job 1, routed chunks: a reduce to rank 2, a replay of its BRIEF
+	 * form, a gather from rank 1 with the others BRIEF, a root's copy
+	 * and a disagreement on the root (docs/protocol.md, "Routed chunks"). */
+	r.len = 0;
+	for (rank = 0; rank < 3; rank++) {
+		m = contrib(1, 0x1234, rank, 2, 0, 2, INCA_DTYPE_INT32, INCA_OP_SUM, 16);
+		m.flags = INCA_F_ROUTED;
+		m.bitmap = 1u << 2;
+		rec_contrib(&r, rank == 0 ? CTRL_RESET : rank == 2 ? CTRL_ALL_COPIES : 0, &m,
+			    false);
+	}
+	m.rank = 0;
+	rec_contrib(&r, 0, &m, false);             /* BRIEF replay */
+	for (rank = 0; rank < 3; rank++) {
+		m = contrib(1, 0x1234, rank, 3, 0, 3, INCA_DTYPE_FP32, INCA_OP_SUM, 8);
+		m.flags = INCA_F_ROUTED | INCA_F_GATHER | (rank == 1 ? 0 : INCA_F_BRIEF);
+		m.bitmap = 1u << 1;
+		rec_contrib(&r, rank == 2 ? CTRL_ALL_COPIES : 0, &m, true);
+		if (rank == 1)
+			rec_contrib(&r, 0, &m, true);      /* DUPLICATE */
+	}
+	m = contrib(1, 0x1234, 0, 0, INCA_F_SET, 4, INCA_DTYPE_INT32, INCA_OP_SUM, 4);
+	m.flags |= INCA_F_ROUTED;
+	m.bitmap = 1u << 0;
+	rec_contrib(&r, 0, &m, false);
+	m.rank = 1;
+	m.bitmap = 1u << 1;
+	rec_contrib(&r, 0, &m, false);             /* MISMATCH: another root */
+	write_file("frame", "routed-job1", r.b, r.len);
 }
 
 static void

@@ -68,7 +68,7 @@ spec_msg_check(const uint8_t *b, size_t len, unsigned max_elems)
 		return INCA_WIRE_DTYPE;
 	if (op > 2)
 		return INCA_WIRE_OP;
-	if (flags & 0xf0)
+	if (flags & 0x80)
 		return INCA_WIRE_FLAGS;
 	if (rank >= 32)
 		return INCA_WIRE_RANK;
@@ -81,7 +81,8 @@ spec_msg_check(const uint8_t *b, size_t len, unsigned max_elems)
 	if (data) {
 		if (count == 0 || count > limit || (size_t)count * size > 8192)
 			return INCA_WIRE_COUNT;
-		if (body != (size_t)count * size)
+		/* BRIEF (0x40): the header alone. */
+		if (body != ((flags & 0x40) ? 0 : (size_t)count * size))
 			return INCA_WIRE_LEN;
 	} else {
 		if (count != 0)
@@ -107,7 +108,7 @@ spec_msg_check(const uint8_t *b, size_t len, unsigned max_elems)
 
 		if (c[0] > c[1] || nworkers > 32 || (type == 5 /* JOIN */ && nworkers == 0) ||
 		    (window != 0 && pool != 0 && window > pool) || be16(c + 6) > 4096 ||
-		    (be16(c + 14) & ~0x1fu) != 0) /* caps: NATIVE_FLOAT BFP SEQ_CHECK FIXED_COUNT ROCE */
+		    (be16(c + 14) & ~0x3fu) != 0) /* caps: NATIVE_FLOAT BFP SEQ_CHECK FIXED_COUNT ROCE ROUTED */
 			return INCA_WIRE_CTRL_FIELD;
 	}
 	if (!data && body == 48) {
@@ -120,6 +121,26 @@ spec_msg_check(const uint8_t *b, size_t len, unsigned max_elems)
 	}
 	if ((flags & 0x08) && dtype != 0)
 		return INCA_WIRE_BFP_DTYPE;
+	if (data) {
+		/* ROUTED 0x10, GATHER 0x20, BRIEF 0x40, in the ROUTE row's order. */
+		uint32_t bitmap = be32(b + 28);
+		bool routed = flags & 0x10, gather = flags & 0x20, brief = flags & 0x40;
+
+		if (!routed && (gather || brief))
+			return INCA_WIRE_ROUTE;
+		if (gather && (flags & 0x08))
+			return INCA_WIRE_ROUTE;
+		if (routed && type == 1 /* CONTRIB */) {
+			bool one = bitmap != 0 && (bitmap & (bitmap - 1)) == 0;
+
+			if (!one)
+				return INCA_WIRE_ROUTE;
+			if (!gather && brief)
+				return INCA_WIRE_ROUTE;
+			if (gather && (bitmap == (uint32_t)1 << rank) == brief)
+				return INCA_WIRE_ROUTE;
+		}
+	}
 	return INCA_WIRE_OK;
 }
 

@@ -337,6 +337,101 @@ def test_libinca_fallback():
         check(st['rejoins'] >= 1, 'never returned to incad: %s', st)
 
 
+def test_libinca_routed():
+    """inca_reduce_scatter() and inca_allgather() through incad, which says
+    ROUTED: every dtype and op exact, then one large size of each whose
+    traffic shows the routing: a reduce-scatter rank receives about S / N
+    (its block and header-only BRIEF results), not the allreduce's S, and
+    an all-gather rank sends about S / N, not S."""
+    n = 4
+    big = 1 << 20
+    with Rack('librt', workers=n) as rack, \
+            Incad(rack, INCAD, conf_args=['--jobs', '1', '--nworkers', str(n)]):
+        for coll in ('reduce_scatter', 'allgather'):
+            out = run_benches(rack, [(1, n, list(range(n)),
+                                      ['-C', coll, '-d', 'all', '-o', 'all', '-s', SIZES,
+                                       '-i', '2', '-x', '1'])], timeout=240)[1]
+            check_sweep(out, n)
+            check(out['stats']['caps'] & 0x20, 'incad did not say ROUTED: %s', out['stats'])
+            check(all(r['collective'] == coll for r in out['results']), 'rows of %s', coll)
+            log('%s: %d results exact' % (coll, len(out['results'])))
+        traffic = {}
+        for coll in ('allreduce', 'reduce_scatter', 'allgather'):
+            out = run_benches(rack, [(1, n, list(range(n)),
+                                      ['-C', coll, '-s', str(big), '-i', '1', '-x', '0'])],
+                              timeout=240)[1]
+            check(out['results'][0]['errors'] == 0, '%s wrong', coll)
+            traffic[coll] = out['stats']
+            log('%s of %d bytes: rank 0 sent %d, received %d bytes in all' %
+                (coll, big, out['stats']['tx_bytes'], out['stats']['rx_bytes']))
+        # Each run also exchanges the figures with small allreduces: compare
+        # with the allreduce run's bytes, not with absolute numbers.
+        ar = traffic['allreduce']
+        check(traffic['reduce_scatter']['rx_bytes'] < ar['rx_bytes'] * 0.5,
+              'reduce-scatter received %d bytes, the allreduce %d',
+              traffic['reduce_scatter']['rx_bytes'], ar['rx_bytes'])
+        check(traffic['allgather']['tx_bytes'] < ar['tx_bytes'] * 0.5,
+              'all-gather sent %d bytes, the allreduce %d',
+              traffic['allgather']['tx_bytes'], ar['tx_bytes'])
+
+
+def test_libinca_routed_fallback():
+    """incad is killed while the workers run reduce-scatters and
+    all-gathers, and started again: every iteration exact, through the TCP
+    host allreduce and then incad again."""
+    n = 4
+    with Rack('librtfb', workers=n, mode='aggregator') as rack:
+        first = Incad(rack, INCAD, conf_args=['--jobs', '2', '--nworkers', str(n)])
+        first.start()
+        first.wait_ready()
+        second = None
+        procs = []
+        env = dict(os.environ, INCA_PROBE_EVERY='16')
+        try:
+            for k, coll in enumerate(('reduce_scatter', 'allgather')):
+                args = ['-C', coll, '-d', 'int32,fp32', '-o', 'sum', '-s', '262144',
+                        '-i', '200', '-x', '0', '--verify-each', '-G', '1000',
+                        '--fallback-tcp', '%s:%d' % (rack.worker_ips[0], 7777 + k)]
+                for rank in range(n):
+                    procs.append(rack.popen(rank, bench_argv(rack, 1 + k, rank, n, args),
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            text=True, env=env))
+            time.sleep(2.0)
+            check(all(p.poll() is None for p in procs), 'a worker ended before the kill')
+            log('killing incad')
+            first.stop(signal.SIGKILL)
+            time.sleep(2.5)
+            log('starting incad again')
+            second = Incad(rack, INCAD, conf_args=['--jobs', '2', '--nworkers', str(n)])
+            second.start()
+            second.wait_ready(node=0)
+            outs = []
+            for i, p in enumerate(procs):
+                so, se = p.communicate(timeout=240)
+                if se:
+                    log('worker %d stderr: %s' % (i, se.strip()[-2000:]))
+                check(p.returncode == 0, 'worker %d: exit status %d', i, p.returncode)
+                outs.append(so)
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            if second is not None:
+                second.__exit__(None, None, None)
+            first.__exit__(None, None, None)
+        for k in (0, n):
+            out = json.loads(outs[k])
+            for r in out['results']:
+                check(r['errors'] == 0, '%s %s %d bytes: %d wrong', r['collective'],
+                      r['dtype'], r['bytes'], r['errors'])
+            st = out['stats']
+            log('%s: stats of rank 0: %s' % (out['results'][0]['collective'], st))
+            check(st['recoveries'] >= 1, 'never fell back: %s', st)
+            check(st['fallback_collectives'] > 0, 'no collective through the fallback: %s',
+                  st)
+
+
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith('test_')}
 
 

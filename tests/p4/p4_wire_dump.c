@@ -70,12 +70,16 @@ main(void)
 	printf("flag RETX %d\n", INCA_F_RETX);
 	printf("flag LAST %d\n", INCA_F_LAST);
 	printf("flag BFP %d\n", INCA_F_BFP);
+	printf("flag ROUTED %d\n", INCA_F_ROUTED);
+	printf("flag GATHER %d\n", INCA_F_GATHER);
+	printf("flag BRIEF %d\n", INCA_F_BRIEF);
 	printf("flag MASK %d\n", INCA_F_MASK);
 	printf("cap NATIVE_FLOAT %d\n", INCA_CAP_NATIVE_FLOAT);
 	printf("cap BFP %d\n", INCA_CAP_BFP);
 	printf("cap SEQ_CHECK %d\n", INCA_CAP_SEQ_CHECK);
 	printf("cap FIXED_COUNT %d\n", INCA_CAP_FIXED_COUNT);
 	printf("cap ROCE %d\n", INCA_CAP_ROCE);
+	printf("cap ROUTED %d\n", INCA_CAP_ROUTED);
 	printf("cap MASK %d\n", INCA_CAP_MASK);
 	return 0;
 }

@@ -1524,6 +1524,211 @@ START_TEST(test_tree_parent_fail)
 }
 END_TEST
 
+/* ---- routed chunks (docs/protocol.md, "Routed chunks") -------------------- */
+
+/*
+ * A routed contribution of rank @rank to slot 0 set 0, seq @seq, root @root:
+ * NLANES int32 elements v, v + 1, ... , or BRIEF (no body) when @v is
+ * BRIEF_V. @gather adds GATHER.
+ */
+#define BRIEF_V INT32_MIN
+static uint8_t routed_body[4 * NLANES];
+
+static enum agg_verdict
+routed(struct agg_job *j, unsigned rank, uint32_t seq, unsigned root, bool gather, int32_t v)
+{
+	struct inca_msg m;
+	unsigned i;
+
+	for (i = 0; i < NLANES; i++)
+		put32(routed_body, i, (uint32_t)(v + (int32_t)i));
+	m = cmsg(rank, 0, 0, seq, INCA_DTYPE_INT32, INCA_OP_SUM, NLANES, routed_body);
+	m.flags |= INCA_F_ROUTED | (gather ? INCA_F_GATHER : 0);
+	m.bitmap = UINT32_C(1) << root;
+	if (v == BRIEF_V) {
+		m.flags |= INCA_F_BRIEF;
+		m.body = NULL;
+		m.body_len = 0;
+	}
+	return give(j, &m);
+}
+
+/*
+ * The RESULT of @s to @rank: decoded, checked against what every RESULT
+ * holds; with elements (@full) or BRIEF.
+ */
+static struct inca_msg
+routed_result(struct agg_job *j, const struct agg_set *s, unsigned rank, bool replay,
+	      bool full)
+{
+	struct inca_msg r;
+	size_t len;
+
+	memset(result_buf, 0xee, sizeof(result_buf));
+	len = agg_result_write(j, s, rank, replay, result_buf);
+	REQ_EQ(len, agg_result_len_to(j, s, rank));
+	REQ_EQ(len, full ? agg_result_len(s) : INCA_HDR_LEN);
+	/* Nothing written past the message. */
+	REQ_EQ(result_buf[len], 0xee);
+	REQ_EQ(inca_msg_decode(result_buf, len, 0, &r), INCA_WIRE_OK);
+	REQ_EQ(r.type, INCA_MSG_RESULT);
+	REQ_EQ(r.rank, rank);
+	REQ_EQ(r.count, s->count);
+	REQ_EQ(r.seq, s->seq);
+	REQ_EQ(r.bitmap, j->full_mask);
+	REQ_EQ(r.flags & (INCA_F_ROUTED | INCA_F_GATHER), s->flags & (INCA_F_ROUTED | INCA_F_GATHER));
+	REQ_EQ(!!(r.flags & INCA_F_ROUTED), 1);
+	REQ_EQ(!!(r.flags & INCA_F_BRIEF), !full);
+	REQ_EQ(!!(r.flags & INCA_F_RETX), replay);
+	return r;
+}
+
+/* ReduceScatter / Reduce: every rank contributes, only the root gets the sum. */
+START_TEST(test_routed_reduce)
+{
+	struct agg_job *j = job_new(3, 2, NLANES, true);
+	struct agg_set *s = set_of(j, 0, 0);
+	struct inca_msg r;
+	unsigned i;
+
+	ck_assert_int_eq(routed(j, 0, 5, 1, false, 10), AGG_PENDING);
+	ck_assert_int_eq(routed(j, 0, 5, 1, false, 10), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_DUPLICATE);
+	ck_assert_int_eq(routed(j, 2, 5, 1, false, -3), AGG_PENDING);
+	ck_assert_int_eq(routed(j, 1, 5, 1, false, 100), AGG_COMPLETE);
+	ck_assert_ptr_eq(last_out.set, s);
+	ck_assert_uint_eq(agg_result_dests(j, s), 1u << 1);
+	r = routed_result(j, s, 1, false, true);
+	for (i = 0; i < NLANES; i++)
+		ck_assert_int_eq((int32_t)get32(r.body, i), 107 + 3 * (int32_t)i);
+	(void)routed_result(j, s, 0, false, false);
+	(void)routed_result(j, s, 2, false, false);
+	/* A retransmission gets the form its sender receives, as a replay. */
+	ck_assert_int_eq(routed(j, 2, 5, 1, false, -3), AGG_REPLAY);
+	(void)routed_result(j, s, 2, true, false);
+	ck_assert_int_eq(routed(j, 1, 5, 1, false, 100), AGG_REPLAY);
+	r = routed_result(j, s, 1, true, true);
+	ck_assert_int_eq((int32_t)get32(r.body, 0), 107);
+	/* Not a routed set: everybody receives the elements. */
+	ck_assert_int_eq(c32(j, 0, 1, 0, 6, 1), AGG_PENDING);
+	ck_assert_uint_eq(agg_result_dests(j, set_of(j, 1, 0)), 0x7);
+	agg_job_destroy(j);
+}
+END_TEST
+
+/*
+ * AllGather: the root's elements, unchanged, to every other rank, whatever
+ * the order in which the BRIEF contributions come; the root gets a BRIEF.
+ */
+START_TEST(test_routed_gather)
+{
+	static const int32_t first[] = { INT32_MIN + 1, -1, 0x7fc00001, 0 };
+	unsigned order, i, k;
+
+	for (order = 0; order < 3; order++) {
+		struct agg_job *j = job_new(3, 2, NLANES, true);
+		struct agg_set *s = set_of(j, 0, 0);
+		enum agg_verdict v = AGG_DROP;
+		struct inca_msg r;
+
+		/* The root (rank 2) first, second or last. */
+		for (k = 0; k < 3; k++) {
+			unsigned rank = (k + order) % 3;
+
+			v = routed(j, rank, 9, 2, true, rank == 2 ? first[0] : BRIEF_V);
+			ck_assert_int_eq(v, k < 2 ? AGG_PENDING : AGG_COMPLETE);
+			if (k == 0) {
+				/* A copy is a duplicate, never counted twice. */
+				ck_assert_int_eq(routed(j, rank, 9, 2, true,
+							rank == 2 ? first[0] : BRIEF_V), AGG_DROP);
+				ck_assert_int_eq(last_out.reason, AGG_DROP_DUPLICATE);
+			}
+		}
+		ck_assert_uint_eq(agg_result_dests(j, s), 0x3);
+		for (i = 0; i < 2; i++) {
+			r = routed_result(j, s, i, false, true);
+			for (k = 0; k < NLANES; k++)
+				ck_assert_int_eq((int32_t)get32(r.body, k), first[0] + (int32_t)k);
+		}
+		(void)routed_result(j, s, 2, false, false);
+		ck_assert_int_eq(routed(j, 0, 9, 2, true, BRIEF_V), AGG_REPLAY);
+		(void)routed_result(j, s, 0, true, true);
+		agg_job_destroy(j);
+	}
+	/* Every bit pattern goes through an int32 gather. */
+	{
+		struct agg_job *j = job_new(2, 1, NLANES, true);
+		struct inca_msg m, r;
+		uint8_t body[4 * NLANES];
+
+		for (k = 0; k < NLANES; k++)
+			put32(body, k, (uint32_t)first[k]);
+		m = cmsg(0, 0, 0, 1, INCA_DTYPE_INT32, INCA_OP_SUM, NLANES, body);
+		m.flags |= INCA_F_ROUTED | INCA_F_GATHER;
+		m.bitmap = 1;
+		ck_assert_int_eq(give(j, &m), AGG_PENDING);
+		ck_assert_int_eq(routed(j, 1, 1, 0, true, BRIEF_V), AGG_COMPLETE);
+		r = routed_result(j, last_out.set, 1, false, true);
+		for (k = 0; k < NLANES; k++)
+			ck_assert_uint_eq(get32(r.body, k), (uint32_t)first[k]);
+		agg_job_destroy(j);
+	}
+}
+END_TEST
+
+/* Ranks that disagree on the route fail the chunk like any mismatch. */
+START_TEST(test_routed_mismatch)
+{
+	struct agg_job *j = job_new(2, 2, NLANES, true);
+
+	/* Another root. */
+	ck_assert_int_eq(routed(j, 0, 1, 0, false, 1), AGG_PENDING);
+	ck_assert_int_eq(routed(j, 1, 1, 1, false, 1), AGG_MISMATCH);
+	ck_assert(last_out.first);
+	/* Routed against not routed. */
+	ck_assert_int_eq(routed(j, 0, 2 * 2, 0, false, 1), AGG_PENDING);
+	ck_assert_int_eq(c32(j, 1, 0, 0, 4, 1), AGG_MISMATCH);
+	/* A gather against a reduce. */
+	ck_assert_int_eq(routed(j, 0, 3 * 2, 0, false, 1), AGG_PENDING);
+	ck_assert_int_eq(routed(j, 1, 6, 0, true, BRIEF_V), AGG_MISMATCH);
+	agg_job_destroy(j);
+}
+END_TEST
+
+/* What a routed chunk cannot be: counted drops, never a crash or a count. */
+START_TEST(test_routed_drops)
+{
+	struct agg_job *j = job_new(2, 2, NLANES, true);
+	struct inca_msg m;
+
+	/* A root beyond the job: nobody could receive the result. */
+	ck_assert_int_eq(routed(j, 0, 1, 2, false, 1), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_ROUTE);
+	/* BRIEF where elements are needed (decode refuses it too). */
+	ck_assert_int_eq(routed(j, 0, 1, 0, true, BRIEF_V), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_MALFORMED);
+	ck_assert_int_eq(routed(j, 1, 1, 0, false, BRIEF_V), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_MALFORMED);
+	/* BRIEF or GATHER without ROUTED, and ROUTED without a root. */
+	m = cmsg(0, 0, 0, 1, INCA_DTYPE_INT32, INCA_OP_SUM, NLANES, NULL);
+	m.flags = INCA_F_GATHER | INCA_F_BRIEF;
+	m.body_len = 0;
+	ck_assert_int_eq(give(j, &m), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_MALFORMED);
+	m.flags = INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF;
+	m.bitmap = 0;
+	ck_assert_int_eq(give(j, &m), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_MALFORMED);
+	ck_assert_int_eq(set_of(j, 0, 0)->state, AGG_SET_IDLE);
+	agg_job_destroy(j);
+	/* A tree leaf's job takes no routed chunks. */
+	j = leaf_new(2, 2);
+	ck_assert_int_eq(routed(j, 0, 1, 0, false, 1), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_ROUTE);
+	agg_job_destroy(j);
+}
+END_TEST
+
 static Suite *
 agg_suite(void)
 {
@@ -1568,6 +1773,10 @@ agg_suite(void)
 		{ "tree_params", test_tree_params },
 		{ "tree_partial", test_tree_partial },
 		{ "tree_parent_fail", test_tree_parent_fail },
+		{ "routed_reduce", test_routed_reduce },
+		{ "routed_gather", test_routed_gather },
+		{ "routed_mismatch", test_routed_mismatch },
+		{ "routed_drops", test_routed_drops },
 	};
 	unsigned i;
 

@@ -60,6 +60,7 @@ struct tagg_cfg {
 	uint32_t hb_ms, evict_ms;    /* told in CAPS / JOIN_ACK; evict_ms 0: never */
 	uint32_t last_mask;          /* ranks that get the last result before dying */
 	bool fixed_count;            /* like a switch: FIXED_COUNT, other counts dropped */
+	bool routed;                 /* advertise INCA_CAP_ROUTED (routed chunks) */
 };
 
 struct tagg {
@@ -89,6 +90,8 @@ struct tagg {
 	atomic_uint joins;
 	atomic_uint leaves;
 	atomic_uint nacks;
+	atomic_uint routed_contribs;  /* CONTRIBs with ROUTED */
+	atomic_uint brief_results;    /* BRIEF RESULT copies sent */
 };
 
 static void
@@ -150,7 +153,8 @@ tagg_caps(const struct tagg *a, struct inca_ctrl_info *ci)
 	ci->ops = 0x7;
 	ci->max_elems = a->cfg.max_elems;
 	ci->caps = INCA_CAP_BFP | INCA_CAP_SEQ_CHECK | (a->cfg.native ? INCA_CAP_NATIVE_FLOAT : 0) |
-		   (a->cfg.fixed_count ? INCA_CAP_FIXED_COUNT : 0);
+		   (a->cfg.fixed_count ? INCA_CAP_FIXED_COUNT : 0) |
+		   (a->cfg.routed ? INCA_CAP_ROUTED : 0);
 	ci->hb_ms = a->cfg.hb_ms ? a->cfg.hb_ms : 1000;
 	ci->evict_ms = a->cfg.evict_ms ? a->cfg.evict_ms : 60000;
 }
@@ -303,6 +307,8 @@ tagg_handle(struct tagg *a, const uint8_t *buf, size_t len, const struct sockadd
 		return;
 	}
 	a->ncontrib++;
+	if (m.flags & INCA_F_ROUTED)
+		atomic_fetch_add(&a->routed_contribs, 1);
 	if (a->cfg.drop_contrib_every && a->ncontrib % a->cfg.drop_contrib_every == 0)
 		return;
 	if (a->cfg.held_every && a->ncontrib % a->cfg.held_every == 0) {
@@ -318,11 +324,13 @@ tagg_handle(struct tagg *a, const uint8_t *buf, size_t len, const struct sockadd
 
 		if (a->cfg.blackhole_seq >= 0 && m.seq == (uint32_t)a->cfg.blackhole_seq)
 			break;
-		n = agg_result_write(a->job, res.set, 0, false, out);
 		for (r = 0; r < a->nworkers; r++) {
 			if (last && !(a->cfg.last_mask & (1u << r)))
 				continue;
-			agg_result_set_rank(out, r);
+			/* Each member's form: a routed chunk's elements or BRIEF. */
+			n = agg_result_write(a->job, res.set, r, false, out);
+			if (n == INCA_HDR_LEN)
+				atomic_fetch_add(&a->brief_results, 1);
 			tagg_send_result(a, out, n, &a->addr[r]);
 		}
 		if (last)
@@ -1690,6 +1698,266 @@ START_TEST(test_float_mode)
 }
 END_TEST
 
+/* ---- routed collectives: ReduceScatter, AllGather, Reduce ------------------ */
+
+/* The byte @i of rank @rank's AllGather block. */
+static uint8_t
+gen_byte(unsigned rank, size_t i, unsigned salt)
+{
+	return (uint8_t)(i * 7 + rank * 31 + salt * 13 + (i >> 8));
+}
+
+/* One ReduceScatter of @recvcount elements a rank, checked against the
+ * allreduce's reference, block by block. */
+static void
+rscat_checked(struct inca_comm *c, unsigned rank, unsigned n, unsigned dtype, unsigned op,
+	      size_t recvcount, unsigned salt)
+{
+	size_t us = inca_dtype_size(dtype), i;
+	void *in = malloc(n * recvcount * us + 1), *out = malloc(recvcount * us + 1);
+	int ret;
+
+	ck_assert(in && out);
+	fill(in, dtype, op, rank, n * recvcount, salt);
+	ret = inca_reduce_scatter(c, in, out, recvcount, dtype, op);
+	ck_assert_msg(ret == INCA_OK, "rank %u: reduce_scatter %s %s %zu: %s", rank,
+		      inca_dtype_name(dtype), inca_op_name(op), recvcount, inca_strerror(ret));
+	for (i = 0; i < recvcount; i++) {
+		uint32_t want = expect_bits(dtype, op, n, rank * recvcount + i, salt);
+		uint32_t got = got_bits(out, dtype, i);
+
+		if (got != want)
+			ck_abort_msg("rank %u: reduce_scatter %s %s %zu salt %u: element %zu is "
+				     "0x%x, want 0x%x", rank, inca_dtype_name(dtype),
+				     inca_op_name(op), recvcount, salt, i, got, want);
+	}
+	free(in);
+	free(out);
+}
+
+/* One AllGather of @bytes a rank (in place when @inplace), every block checked. */
+static void
+agather_checked(struct inca_comm *c, unsigned rank, unsigned n, size_t bytes, unsigned salt,
+		bool inplace)
+{
+	uint8_t *in = malloc(bytes + 1), *out = malloc(n * bytes + 1);
+	size_t i;
+	unsigned r;
+	int ret;
+
+	ck_assert(in && out);
+	memset(out, 0xa5, n * bytes + 1);
+	for (i = 0; i < bytes; i++)
+		in[i] = gen_byte(rank, i, salt);
+	if (inplace) {
+		memcpy(out + rank * bytes, in, bytes);
+		ret = inca_allgather(c, INCA_IN_PLACE, out, bytes);
+	} else {
+		ret = inca_allgather(c, in, out, bytes);
+	}
+	ck_assert_msg(ret == INCA_OK, "rank %u: allgather %zu: %s", rank, bytes,
+		      inca_strerror(ret));
+	for (r = 0; r < n; r++)
+		for (i = 0; i < bytes; i++)
+			if (out[r * bytes + i] != gen_byte(r, i, salt))
+				ck_abort_msg("rank %u: allgather %zu salt %u: block %u byte %zu is "
+					     "0x%02x, want 0x%02x", rank, bytes, salt, r, i,
+					     out[r * bytes + i], gen_byte(r, i, salt));
+	ck_assert_msg(out[n * bytes] == 0xa5, "allgather wrote past the buffer");
+	free(in);
+	free(out);
+}
+
+/* One Reduce to @root; the other ranks pass no receive buffer. */
+static void
+reduce_checked(struct inca_comm *c, unsigned rank, unsigned n, unsigned dtype, unsigned op,
+	       size_t count, unsigned salt, unsigned root)
+{
+	size_t us = inca_dtype_size(dtype);
+	void *in = malloc(count * us + 1), *out = malloc(count * us + 1);
+	int ret;
+
+	ck_assert(in && out);
+	fill(in, dtype, op, rank, count, salt);
+	ret = inca_reduce(c, in, rank == root ? out : NULL, count, dtype, op, root);
+	ck_assert_msg(ret == INCA_OK, "rank %u: reduce %zu: %s", rank, count, inca_strerror(ret));
+	if (rank == root)
+		check_result(out, dtype, op, n, count, salt, rank);
+	free(in);
+	free(out);
+}
+
+static const size_t routed_sizes[] = {1, 3, 255, 257, 1000};
+
+static void
+body_routed(struct world *w, unsigned rank, struct inca_comm *c)
+{
+	unsigned d, op, s, salt = 0;
+	int32_t x[2 * INCA_MAX_WORKERS] = {0};
+
+	/* Refused before anything is sent, on every rank alike. */
+	ck_assert_int_eq(inca_reduce_scatter(c, INCA_IN_PLACE, x, 1, INCA_DTYPE_INT32, INCA_OP_SUM),
+			 INCA_EINVAL);
+	ck_assert_int_eq(inca_reduce_scatter(c, x, x, 1, INCA_DTYPE_COUNT, INCA_OP_SUM),
+			 INCA_EINVAL);
+	ck_assert_int_eq(inca_reduce(c, x, x, 1, INCA_DTYPE_INT32, INCA_OP_SUM, w->n), INCA_EINVAL);
+	ck_assert_int_eq(inca_allgather(c, NULL, x, 4), INCA_EINVAL);
+	for (d = 0; d < INCA_DTYPE_COUNT; d++)
+		for (op = 0; op < INCA_OP_COUNT; op++)
+			for (s = 0; s < sizeof(routed_sizes) / sizeof(routed_sizes[0]); s++)
+				rscat_checked(c, rank, w->n, d, op, routed_sizes[s], salt++);
+	for (s = 0; s < sizeof(routed_sizes) / sizeof(routed_sizes[0]); s++) {
+		agather_checked(c, rank, w->n, routed_sizes[s] * 5, salt++, s % 2);
+		agather_checked(c, rank, w->n, routed_sizes[s] * 4, salt++, s % 2 == 0);
+	}
+	for (d = 0; d < INCA_DTYPE_COUNT; d++)
+		for (op = 0; op < INCA_OP_COUNT; op++)
+			reduce_checked(c, rank, w->n, d, op, 700, salt++, (d + op) % w->n);
+	/* Interleaved with an allreduce: one stream, one window. */
+	run_checked(c, rank, w->n, INCA_DTYPE_INT32, INCA_OP_SUM, 3000, salt++, false);
+	rscat_checked(c, rank, w->n, INCA_DTYPE_FP32, INCA_OP_SUM, 2000, salt++);
+}
+
+/*
+ * Every dtype and op through an aggregator with routed chunks, and the
+ * same through one without (the forms without them), exact both ways.
+ */
+static void
+routed_for(unsigned n, bool routed, bool native)
+{
+	struct tagg_cfg cfg;
+	struct tagg *a;
+	struct world w;
+	unsigned r;
+
+	tagg_cfg_init(&cfg);
+	cfg.routed = routed;
+	cfg.native = native;
+	a = tagg_start(&cfg);
+	world_init(&w, n, a, body_routed);
+	world_run(&w);
+	for (r = 0; r < n; r++) {
+		ck_assert_uint_eq(w.st[r].recoveries, 0);
+		ck_assert_uint_eq(w.st[r].fallback_calls, 0);
+	}
+	if (routed && native) {
+		ck_assert_uint_gt(atomic_load(&a->routed_contribs), 0);
+		ck_assert_uint_gt(atomic_load(&a->brief_results), 0);
+	} else if (!routed) {
+		ck_assert_uint_eq(atomic_load(&a->routed_contribs), 0);
+	}
+	tagg_stop(a);
+}
+
+START_TEST(test_routed)
+{
+	static const unsigned ns[] = {2, 3, 4};
+
+	routed_for(ns[_i], true, true);
+}
+END_TEST
+
+START_TEST(test_routed_without_cap)
+{
+	routed_for(3, false, true);
+	/* Floats without native aggregation: routed for int32 only. */
+	routed_for(2, true, false);
+}
+END_TEST
+
+/* Loss, duplication and reordering of routed chunks and their results. */
+START_TEST(test_routed_lossy)
+{
+	struct tagg_cfg cfg;
+	struct tagg *a;
+	struct world w;
+
+	tagg_cfg_init(&cfg);
+	cfg.routed = true;
+	cfg.drop_contrib_every = 7;
+	cfg.drop_result_every = 5;
+	cfg.dup_result_every = 4;
+	cfg.reorder = true;
+	cfg.max_elems = 256;
+	a = tagg_start(&cfg);
+	world_init(&w, 3, a, body_routed);
+	world_run(&w);
+	ck_assert_uint_gt(atomic_load(&a->replays), 0);
+	ck_assert_uint_gt(atomic_load(&a->brief_results), 0);
+	tagg_stop(a);
+}
+END_TEST
+
+/*
+ * The aggregator dies mid-stream of routed collectives, its last result
+ * reaching only the ranks of last_mask: a reduced chunk's root may lack
+ * its elements while the others have their BRIEF results (or every rank
+ * but a gather's root its elements). The recovery rebuilds those from
+ * the kept contributions; every result exact, then the aggregator comes
+ * back and the ranks return to it.
+ */
+static void
+body_routed_die(struct world *w, unsigned rank, struct inca_comm *c)
+{
+	unsigned round, salt = 500;
+
+	for (round = 0; round < 4; round++) {
+		if (round == 2) {
+			pthread_barrier_wait(&w->bar);
+			if (rank == 0)
+				atomic_store(&w->agg->restart, true);
+			while (atomic_load(&w->agg->restart))
+				usleep(1000);
+		}
+		/* Small ones first: a collective of one chunk per block ends
+		 * where the aggregator dies, so that its results must come from
+		 * the recovery (the fallback redoes only what is after them). */
+		rscat_checked(c, rank, w->n, INCA_DTYPE_INT32, INCA_OP_SUM, 10, salt++);
+		agather_checked(c, rank, w->n, 40, salt++, round % 2);
+		reduce_checked(c, rank, w->n, INCA_DTYPE_INT32, INCA_OP_SUM, 50, salt++,
+			       (round + 2) % w->n);
+		rscat_checked(c, rank, w->n, INCA_DTYPE_FP16, INCA_OP_MAX, 30, salt++);
+		rscat_checked(c, rank, w->n, INCA_DTYPE_INT32, INCA_OP_SUM, 300, salt++);
+		agather_checked(c, rank, w->n, 1001, salt++, round % 2);
+		rscat_checked(c, rank, w->n, INCA_DTYPE_FP32, INCA_OP_MAX, 200, salt++);
+		reduce_checked(c, rank, w->n, INCA_DTYPE_BF16, INCA_OP_SUM, 600, salt++,
+			       round % w->n);
+		reduce_checked(c, rank, w->n, INCA_DTYPE_INT32, INCA_OP_MIN, 700, salt++,
+			       (round + 1) % w->n);
+	}
+}
+
+START_TEST(test_routed_die)
+{
+	/* Every pair of a death in the first collectives (one chunk per
+	 * block) or later ones, and a set of ranks that got the last result. */
+	static const unsigned after[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 17};
+	static const uint32_t masks[] = {0x1, 0x2, 0x4, 0x6, 0x0};
+	struct tagg_cfg cfg;
+	struct tagg *a;
+	struct world w;
+	unsigned r;
+
+	tagg_cfg_init(&cfg);
+	cfg.routed = true;
+	cfg.window = 8;
+	cfg.max_elems = 64;
+	cfg.die_after = after[_i % 12];
+	cfg.last_mask = masks[_i / 12];
+	a = tagg_start(&cfg);
+	world_init(&w, 3, a, body_routed_die);
+	w.with_fallback = true;
+	w.opts.give_up_ms = 250;
+	w.opts.probe_every = 2;
+	world_run(&w);
+	for (r = 0; r < w.n; r++) {
+		ck_assert_uint_ge(w.st[r].recoveries, 1);
+		ck_assert_uint_gt(w.st[r].fallback_collectives, 0);
+	}
+	tagg_stop(a);
+}
+END_TEST
+
 Suite *engine_suite(void);
 
 Suite *
@@ -1732,6 +2000,10 @@ engine_suite(void)
 	TC("keepalive", test_keepalive, 30);
 	TCL("bfp_error_bound", test_bfp_bound, 3, 60);
 	TC("float_mode", test_float_mode, 30);
+	TCL("routed_2_3_4_workers", test_routed, 3, 120);
+	TC("routed_without_cap", test_routed_without_cap, 120);
+	TC("routed_loss_dup_reorder", test_routed_lossy, 120);
+	TCL("routed_die_fallback", test_routed_die, 60, 60);
 	return s;
 }
 

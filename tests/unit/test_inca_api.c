@@ -256,6 +256,11 @@ START_TEST(test_null_handles)
 	ck_assert_int_eq(inca_iallreduce(NULL, &x, &x, 1, 0, 0, &req), INCA_EINVAL);
 	ck_assert_int_eq(inca_broadcast(NULL, &x, 4, 0), INCA_EINVAL);
 	ck_assert_int_eq(inca_barrier(NULL), INCA_EINVAL);
+	ck_assert_int_eq(inca_reduce_scatter(NULL, &x, &x, 1, INCA_DTYPE_INT32, INCA_OP_SUM),
+			 INCA_EINVAL);
+	ck_assert_int_eq(inca_allgather(NULL, &x, &x, 4), INCA_EINVAL);
+	ck_assert_int_eq(inca_reduce(NULL, &x, &x, 1, INCA_DTYPE_INT32, INCA_OP_SUM, 0),
+			 INCA_EINVAL);
 	ck_assert_int_eq(inca_comm_progress(NULL), INCA_EINVAL);
 	ck_assert_int_eq(inca_wait(NULL), INCA_EINVAL);
 	ck_assert_int_eq(inca_wait(&req), INCA_EINVAL);
@@ -290,6 +295,9 @@ START_TEST(test_exports)
 	ck_assert_ptr_nonnull(dlsym(h, "inca_comm_info_sized"));
 	ck_assert_ptr_nonnull(dlsym(h, "inca_tcp_group_allgather"));
 	ck_assert_ptr_nonnull(dlsym(h, "inca_tcp_group_allreduce"));
+	ck_assert_ptr_nonnull(dlvsym(h, "inca_reduce_scatter", "INCA_0.1"));
+	ck_assert_ptr_nonnull(dlvsym(h, "inca_allgather", "INCA_0.1"));
+	ck_assert_ptr_nonnull(dlvsym(h, "inca_reduce", "INCA_0.1"));
 	ck_assert_ptr_null(dlsym(h, "li_progress"));
 	ck_assert_ptr_null(dlsym(h, "li_encode"));
 	ck_assert_ptr_null(dlsym(h, "li_udp_ops"));

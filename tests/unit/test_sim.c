@@ -66,12 +66,21 @@
 #define TOKEN 0x5eed5eedu
 #define PER 10000 /* probabilities are in 1/PER */
 
+/* How a collective's chunks are routed (docs/protocol.md, "Routed chunks"). */
+enum sim_route {
+	ROUTE_NONE = 0,  /* allreduce: every rank gets every result */
+	ROUTE_SCATTER,   /* ReduceScatter: chunk i's result to rank i mod N only */
+	ROUTE_GATHER,    /* AllGather: chunk i carries rank i mod N's elements to the others */
+	ROUTE_REDUCE,    /* Reduce: every result to rank N - 1 only */
+};
+
 /* One collective: every worker issues the same ones in the same order. */
 struct sim_coll {
 	uint8_t dtype;
 	uint8_t op;
 	bool bfp;
 	uint32_t nelems;
+	uint8_t route;   /* enum sim_route */
 };
 
 struct sim_cfg {
@@ -116,6 +125,8 @@ struct sim_stats {
 	uint64_t partials_resent; /* tree: sent again on a member's retransmission */
 	uint64_t root_replays; /* tree: replays of the root to a leaf */
 	uint64_t parent_drops; /* tree: root RESULTs a leaf had no waiting set for */
+	uint64_t briefs_rx;    /* routed: BRIEF RESULT copies received and checked */
+	uint64_t brief_up;     /* routed: BRIEF contributions sent (gathers) */
 	bool finished;
 };
 
@@ -152,6 +163,7 @@ struct chunk {
 	uint32_t offset;
 	bool last;
 	int8_t exp;       /* expected exp of the result */
+	uint8_t root;     /* routed: the chunk's root */
 	size_t ref_off;   /* reference result in sim.ref */
 };
 
@@ -484,6 +496,16 @@ reference(struct sim *s, uint64_t idx)
 		if (input_exp(s, r, idx) > exp)
 			exp = input_exp(s, r, idx);
 	ch->exp = (int8_t)exp;
+	if (cl->route == ROUTE_GATHER) {
+		/* The root's elements, unchanged (no NaN among the inputs). */
+		for (lane = 0; lane < ch->count; lane++) {
+			if (inca_dtype_size(cl->dtype) == 4)
+				put32(out, lane, input(s, ch->root, idx, lane));
+			else
+				put16(out, lane, (uint16_t)input(s, ch->root, idx, lane));
+		}
+		return;
+	}
 	for (lane = 0; lane < ch->count; lane++) {
 		if (cl->dtype == INCA_DTYPE_INT32) {
 			uint32_t acc = input(s, 0, idx, lane);
@@ -572,10 +594,21 @@ send_contrib(struct sim *s, unsigned rank, uint64_t idx, bool retx)
 		.offset = ch->offset,
 		.count = ch->count,
 	};
+	size_t body = (size_t)ch->count * size;
 	struct pkt *t;
 
+	if (cl->route != ROUTE_NONE) {
+		m.flags |= INCA_F_ROUTED | (cl->route == ROUTE_GATHER ? INCA_F_GATHER : 0);
+		m.bitmap = UINT32_C(1) << ch->root;
+		/* A gather's other ranks count in without elements. */
+		if (cl->route == ROUTE_GATHER && rank != ch->root) {
+			m.flags |= INCA_F_BRIEF;
+			body = 0;
+			s->st.brief_up++;
+		}
+	}
 	inca_hdr_encode(&m, s->buf);
-	for (lane = 0; lane < ch->count; lane++) {
+	for (lane = 0; body != 0 && lane < ch->count; lane++) {
 		uint32_t v = input(s, rank, idx, lane);
 
 		if (size == 4)
@@ -583,7 +616,7 @@ send_contrib(struct sim *s, unsigned rank, uint64_t idx, bool retx)
 		else
 			put16(s->buf + INCA_HDR_LEN, lane, (uint16_t)v);
 	}
-	net_send(s, PKT_CONTRIB, rank, s->buf, INCA_HDR_LEN + (size_t)ch->count * size);
+	net_send(s, PKT_CONTRIB, rank, s->buf, INCA_HDR_LEN + body);
 
 	t = pkt_new(PKT_TIMER, rank, NULL, 0);
 	t->idx = idx;
@@ -642,6 +675,18 @@ worker_result(struct sim *s, const struct pkt *p)
 	REQ_EQ(m.offset, ch->offset);
 	REQ_EQ(m.bitmap, s->c->nleaves ? s->leaf_full[leaf_of(s, p->rank)] : s->full);
 	REQ_EQ(m.exp, ch->exp);
+	if (cl->route != ROUTE_NONE) {
+		/* Elements exactly where the route sends them, BRIEF elsewhere. */
+		bool full = cl->route == ROUTE_GATHER ? p->rank != ch->root : p->rank == ch->root;
+
+		REQ_EQ(m.flags & (INCA_F_ROUTED | INCA_F_GATHER),
+		       INCA_F_ROUTED | (cl->route == ROUTE_GATHER ? INCA_F_GATHER : 0));
+		REQ_EQ(!!(m.flags & INCA_F_BRIEF), !full);
+		REQ_EQ(m.body_len, full ? (size_t)ch->count * inca_dtype_size(cl->dtype) : 0);
+		s->st.briefs_rx += !full;
+	} else {
+		REQ_EQ(m.flags & (INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF), 0);
+	}
 	REQ_MSG(memcmp(m.body, s->ref + ch->ref_off, m.body_len) == 0,
 		"%s: chunk %llu differs from the reference", s->c->name,
 		(unsigned long long)idx);
@@ -728,10 +773,10 @@ agg_receive(struct sim *s, const struct pkt *p)
 		s->completed[idx] = 1;
 		REQ_EQ(s->counted[idx], s->full);
 		REQ_EQ(out.set->bitmap, s->full);
-		/* One RESULT written, its rank rewritten for each member. */
-		len = agg_result_write(s->job, out.set, 0, false, s->buf);
+		/* One RESULT per member: with the elements, or BRIEF. */
 		for (r = 0; r < members; r++) {
-			agg_result_set_rank(s->buf, r);
+			len = agg_result_write(s->job, out.set, r, false, s->buf);
+			REQ_EQ(len, agg_result_len_to(s->job, out.set, r));
 			net_send(s, down, r, s->buf, len);
 		}
 		break;
@@ -904,6 +949,10 @@ sim_setup(struct sim *s, const struct sim_cfg *c)
 				ch->count = cl->nelems - off < c->chunk ? cl->nelems - off :
 					    c->chunk;
 				ch->last = off + c->chunk >= cl->nelems;
+				/* Routed collectives are no tree's (incad refuses them). */
+				REQ(cl->route == ROUTE_NONE || c->nleaves == 0);
+				ch->root = (uint8_t)(cl->route == ROUTE_REDUCE ? c->nworkers - 1 :
+						     (off / c->chunk) % c->nworkers);
 				ch->ref_off = ref_bytes;
 				ref_bytes += (size_t)ch->count * inca_dtype_size(cl->dtype);
 			}
@@ -1030,7 +1079,7 @@ sim_run(const struct sim_cfg *c)
 	}
 	printf("sim %-14s N=%-2u L=%u pool=%-2u W=%-2u chunks=%-6llu ticks=%-8llu events=%-8llu "
 	       "lost=%llu dup=%llu late=%llu retx=%llu replay=%llu duplicate=%llu "
-	       "stale=%llu (late %llu) up=%llu resent=%llu root-replay=%llu\n",
+	       "stale=%llu (late %llu) up=%llu resent=%llu root-replay=%llu brief=%llu/%llu\n",
 	       c->name, c->nworkers, c->nleaves, c->pool, c->window, (unsigned long long)s.nchunks,
 	       (unsigned long long)s.now, (unsigned long long)s.st.events,
 	       (unsigned long long)s.st.lost, (unsigned long long)s.st.duplicated,
@@ -1039,7 +1088,8 @@ sim_run(const struct sim_cfg *c)
 	       (unsigned long long)s.st.drops[AGG_DROP_DUPLICATE],
 	       (unsigned long long)s.st.drops[AGG_DROP_STALE],
 	       (unsigned long long)s.st.late_stale, (unsigned long long)s.st.partials_up,
-	       (unsigned long long)s.st.partials_resent, (unsigned long long)s.st.root_replays);
+	       (unsigned long long)s.st.partials_resent, (unsigned long long)s.st.root_replays,
+	       (unsigned long long)s.st.brief_up, (unsigned long long)s.st.briefs_rx);
 	fflush(stdout);
 	sim_teardown(&s);
 	return s.st;
@@ -1049,18 +1099,18 @@ sim_run(const struct sim_cfg *c)
 
 /* Sizes chosen so that most collectives end in a partial chunk. */
 static const struct sim_coll mixed[] = {
-	{ INCA_DTYPE_INT32, INCA_OP_SUM, false, 1000 },
-	{ INCA_DTYPE_FP32, INCA_OP_SUM, false, 777 },
-	{ INCA_DTYPE_FP16, INCA_OP_MAX, false, 300 },
-	{ INCA_DTYPE_BF16, INCA_OP_SUM, false, 513 },
-	{ INCA_DTYPE_INT32, INCA_OP_SUM, true, 640 },
-	{ INCA_DTYPE_FP32, INCA_OP_MIN, false, 129 },
-	{ INCA_DTYPE_INT32, INCA_OP_MAX, false, 65 },
-	{ INCA_DTYPE_BF16, INCA_OP_MIN, false, 100 },
-	{ INCA_DTYPE_FP16, INCA_OP_SUM, false, 450 },
-	{ INCA_DTYPE_INT32, INCA_OP_MIN, false, 31 },
-	{ INCA_DTYPE_FP32, INCA_OP_MAX, false, 1 },
-	{ INCA_DTYPE_BF16, INCA_OP_MAX, false, 47 },
+	{ INCA_DTYPE_INT32, INCA_OP_SUM, false, 1000, ROUTE_NONE },
+	{ INCA_DTYPE_FP32, INCA_OP_SUM, false, 777, ROUTE_NONE },
+	{ INCA_DTYPE_FP16, INCA_OP_MAX, false, 300, ROUTE_NONE },
+	{ INCA_DTYPE_BF16, INCA_OP_SUM, false, 513, ROUTE_NONE },
+	{ INCA_DTYPE_INT32, INCA_OP_SUM, true, 640, ROUTE_NONE },
+	{ INCA_DTYPE_FP32, INCA_OP_MIN, false, 129, ROUTE_NONE },
+	{ INCA_DTYPE_INT32, INCA_OP_MAX, false, 65, ROUTE_NONE },
+	{ INCA_DTYPE_BF16, INCA_OP_MIN, false, 100, ROUTE_NONE },
+	{ INCA_DTYPE_FP16, INCA_OP_SUM, false, 450, ROUTE_NONE },
+	{ INCA_DTYPE_INT32, INCA_OP_MIN, false, 31, ROUTE_NONE },
+	{ INCA_DTYPE_FP32, INCA_OP_MAX, false, 1, ROUTE_NONE },
+	{ INCA_DTYPE_BF16, INCA_OP_MAX, false, 47, ROUTE_NONE },
 };
 #define NMIXED (sizeof(mixed) / sizeof(mixed[0]))
 
@@ -1278,6 +1328,69 @@ START_TEST(test_seq_wrap)
 }
 END_TEST
 
+/* ---- routed chunks -------------------------------------------------------- */
+
+/* ReduceScatter, AllGather and Reduce mixed with allreduces, every dtype. */
+static const struct sim_coll routed[] = {
+	{ INCA_DTYPE_INT32, INCA_OP_SUM, false, 1000, ROUTE_SCATTER },
+	{ INCA_DTYPE_INT32, INCA_OP_SUM, false, 777, ROUTE_GATHER },
+	{ INCA_DTYPE_FP32, INCA_OP_SUM, false, 300, ROUTE_SCATTER },
+	{ INCA_DTYPE_INT32, INCA_OP_SUM, false, 65, ROUTE_NONE },
+	{ INCA_DTYPE_BF16, INCA_OP_MAX, false, 513, ROUTE_SCATTER },
+	{ INCA_DTYPE_FP16, INCA_OP_SUM, false, 129, ROUTE_REDUCE },
+	{ INCA_DTYPE_FP32, INCA_OP_MIN, false, 450, ROUTE_GATHER },
+	{ INCA_DTYPE_INT32, INCA_OP_SUM, true, 640, ROUTE_SCATTER },
+	{ INCA_DTYPE_INT32, INCA_OP_MAX, false, 31, ROUTE_REDUCE },
+	{ INCA_DTYPE_FP16, INCA_OP_MIN, false, 47, ROUTE_GATHER },
+};
+#define NROUTED (sizeof(routed) / sizeof(routed[0]))
+
+static void
+routed_run(const char *name, unsigned n, unsigned pool, unsigned loss, unsigned repeat)
+{
+	struct sim_cfg c = base_cfg(name, n, pool, pool, 8, repeat);
+	struct sim_stats st;
+
+	c.colls = routed;
+	c.ncolls = NROUTED;
+	if (loss == 0) {
+		c.rto = 3 * (c.delay + c.jitter);
+	} else {
+		lossy(&c, loss, 100, 20);
+	}
+	st = sim_run(&c);
+	/* Both forms went out and came back checked. */
+	ck_assert_uint_gt(st.brief_up, 0);
+	ck_assert_uint_gt(st.briefs_rx, 0);
+	if (loss == 0) {
+		ck_assert_uint_eq(st.retransmits, 0);
+		ck_assert_uint_eq(st.verdicts[AGG_DROP], 0);
+		ck_assert_uint_eq(st.results_ok, st.verdicts[AGG_COMPLETE] * c.nworkers);
+	} else {
+		check_misbehaviour_seen(&c, &st);
+	}
+}
+
+START_TEST(test_routed_loss_free)
+{
+	routed_run("routed-clean", 4, 8, 0, 3);
+	routed_run("routed-clean", 3, 5, 0, 2);
+}
+END_TEST
+
+START_TEST(test_routed_loss_5)
+{
+	routed_run("routed-5%", 8, 8, 500, 6);
+}
+END_TEST
+
+START_TEST(test_routed_loss_20)
+{
+	routed_run("routed-20%", 4, 4, 2000, 4);
+	routed_run("routed-20%", 32, 8, 2000, 1);
+}
+END_TEST
+
 /* ---- trees ---------------------------------------------------------------- */
 
 START_TEST(test_tree_loss_free)
@@ -1383,6 +1496,9 @@ sim_suite(void)
 		{ "tofino", test_tofino },
 		{ "seq_wrap", test_seq_wrap },
 		{ "deterministic", test_deterministic },
+		{ "routed_loss_free", test_routed_loss_free },
+		{ "routed_loss_5", test_routed_loss_5 },
+		{ "routed_loss_20", test_routed_loss_20 },
 		{ "tree_loss_free", test_tree_loss_free },
 		{ "tree_loss_5", test_tree_loss_5 },
 		{ "tree_loss_20", test_tree_loss_20 },

@@ -427,11 +427,13 @@ START_TEST(test_flags_caps)
 	static const struct named flags[] = {
 		{ "SET", INCA_F_SET }, { "RETX", INCA_F_RETX },
 		{ "LAST", INCA_F_LAST }, { "BFP", INCA_F_BFP },
+		{ "ROUTED", INCA_F_ROUTED }, { "GATHER", INCA_F_GATHER },
+		{ "BRIEF", INCA_F_BRIEF },
 	};
 	static const struct named caps[] = {
 		{ "NATIVE_FLOAT", INCA_CAP_NATIVE_FLOAT }, { "BFP", INCA_CAP_BFP },
 		{ "SEQ_CHECK", INCA_CAP_SEQ_CHECK }, { "FIXED_COUNT", INCA_CAP_FIXED_COUNT },
-		{ "ROCE", INCA_CAP_ROCE },
+		{ "ROCE", INCA_CAP_ROCE }, { "ROUTED", INCA_CAP_ROUTED },
 	};
 	unsigned long all = 0;
 	size_t i;
@@ -831,7 +833,12 @@ check_example(const struct doc *d, size_t fields_line, struct example *ex)
 	SAME(count); SAME(reason); SAME(bitmap);
 #undef SAME
 
-	if (m->type == INCA_MSG_CONTRIB || m->type == INCA_MSG_RESULT) {
+	if ((m->type == INCA_MSG_CONTRIB || m->type == INCA_MSG_RESULT) &&
+	    (m->flags & INCA_F_BRIEF)) {
+		ck_assert_msg(!have_elems && !have_ctrl && m->body_len == 0,
+			      "example at line %zu: a BRIEF data message states no elems= "
+			      "and has no body", fields_line + 1);
+	} else if (m->type == INCA_MSG_CONTRIB || m->type == INCA_MSG_RESULT) {
 		ck_assert_msg(have_elems && !have_ctrl, "example at line %zu: a data message "
 			      "states elems= and no control fields", fields_line + 1);
 		ck_assert_msg(nelems == m->count, "example at line %zu: %u elems, count %u",
@@ -961,12 +968,16 @@ START_TEST(test_example_result)
 			ck_assert_uint_eq(cm->count, rm->count);
 			ck_assert_uint_eq(cm->offset, rm->offset);
 			ck_assert_uint_eq(cm->token, rm->token);
-			ck_assert_uint_eq(cm->flags & ~INCA_F_RETX, rm->flags & ~INCA_F_RETX);
+			ck_assert_uint_eq(cm->flags & ~(INCA_F_RETX | INCA_F_BRIEF),
+					  rm->flags & ~(INCA_F_RETX | INCA_F_BRIEF));
 			ranks |= UINT32_C(1) << cm->rank;
 		}
 		ck_assert_msg(ranks == rm->bitmap, "RESULT at line %zu: bitmap 0x%x, the "
 			      "CONTRIB examples are from 0x%x", ex[r].line + 1, rm->bitmap, ranks);
-		if (rm->dtype != INCA_DTYPE_INT32 || rm->op != INCA_OP_SUM)
+		/* A BRIEF RESULT has no elements; a gathered one is the
+		 * root's, the sum with the others' BRIEF (no) elements. */
+		if (rm->dtype != INCA_DTYPE_INT32 || rm->op != INCA_OP_SUM ||
+		    (rm->flags & INCA_F_BRIEF))
 			continue;
 		for (i = 0; i < rm->count; i++) {
 			uint32_t summed = 0;

@@ -335,10 +335,89 @@ b_op3(uint8_t *b, size_t *l)
 }
 
 static void
-b_flags10(uint8_t *b, size_t *l)
+b_flags80_contrib(uint8_t *b, size_t *l)
 {
 	(void)l;
-	b[HO(flags)] |= 0x10;
+	b[HO(flags)] |= 0x80;
+}
+
+static void
+put_bitmap(uint8_t *b, uint32_t v)
+{
+	b[HO(bitmap)] = (uint8_t)(v >> 24);
+	b[HO(bitmap) + 1] = (uint8_t)(v >> 16);
+	b[HO(bitmap) + 2] = (uint8_t)(v >> 8);
+	b[HO(bitmap) + 3] = (uint8_t)v;
+}
+
+/* Routed chunks (docs/protocol.md): the base message is from rank 3. */
+static void
+b_len_brief_body(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(flags)] |= INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF;
+	put_bitmap(b, 1u << 0);
+}
+
+static void
+b_route_gather_alone(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(flags)] |= INCA_F_GATHER;
+}
+
+static void
+b_route_brief_alone(uint8_t *b, size_t *l)
+{
+	b[HO(flags)] |= INCA_F_BRIEF;
+	*l = INCA_HDR_LEN;
+}
+
+static void
+b_route_gather_bfp(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(flags)] |= INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BFP;
+}
+
+static void
+b_route_no_root(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(flags)] |= INCA_F_ROUTED;
+	put_bitmap(b, 0);
+}
+
+static void
+b_route_two_roots(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(flags)] |= INCA_F_ROUTED;
+	put_bitmap(b, 0x3);
+}
+
+static void
+b_route_brief_reduce(uint8_t *b, size_t *l)
+{
+	b[HO(flags)] |= INCA_F_ROUTED | INCA_F_BRIEF;
+	put_bitmap(b, 1u << 0);
+	*l = INCA_HDR_LEN;
+}
+
+static void
+b_route_root_brief(uint8_t *b, size_t *l)
+{
+	b[HO(flags)] |= INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF;
+	put_bitmap(b, 1u << 3);
+	*l = INCA_HDR_LEN;
+}
+
+static void
+b_route_other_elems(uint8_t *b, size_t *l)
+{
+	(void)l;
+	b[HO(flags)] |= INCA_F_ROUTED | INCA_F_GATHER;
+	put_bitmap(b, 1u << 0);
 }
 
 static void
@@ -866,7 +945,7 @@ static const struct reject_case cases[] = {
 	MSG(DTYPE, "dtype 255 in JOIN", JOIN, b_dtype255),
 	MSG(OP, "op 3", RESULT, b_op3),
 	MSG(OP, "op 3 in JOIN", JOIN, b_op3),
-	MSG(FLAGS, "flag 0x10", CONTRIB, b_flags10),
+	MSG(FLAGS, "flag 0x80", CONTRIB, b_flags80_contrib),
 	MSG(FLAGS, "flag 0x80 in HEARTBEAT", HEARTBEAT, b_flags80),
 	MSG(RANK, "rank 32", CONTRIB, b_rank32),
 	MSG(RANK, "rank 65535 in JOIN", JOIN, b_rankff),
@@ -882,6 +961,7 @@ static const struct reject_case cases[] = {
 	MSG(LEN, "one element too many", RESULT, b_len_plus4),
 	MSG(LEN, "fp16 count with int32 body", CONTRIB, b_len_fp16),
 	MSG(LEN, "no body", CONTRIB, b_len_hdr_only),
+	MSG(LEN, "BRIEF with a body", CONTRIB, b_len_brief_body),
 	MSG(CTRL_LEN, "HELLO without body", HELLO, b_len_hdr_only),
 	MSG(CTRL_LEN, "JOIN with 31 bytes", JOIN, b_ctrl_31),
 	MSG(CTRL_LEN, "JOIN_ACK with 33 bytes", JOIN_ACK, b_ctrl_33),
@@ -910,6 +990,14 @@ static const struct reject_case cases[] = {
 	MSG(BFP_DTYPE, "BFP on fp32", CONTRIB, b_bfp_fp32),
 	MSG(BFP_DTYPE, "BFP on fp16", RESULT, b_bfp_fp16),
 	MSG(BFP_DTYPE, "BFP on fp32 JOIN", JOIN, b_bfp_fp32),
+	MSG(ROUTE, "GATHER without ROUTED", CONTRIB, b_route_gather_alone),
+	MSG(ROUTE, "BRIEF RESULT without ROUTED", RESULT, b_route_brief_alone),
+	MSG(ROUTE, "GATHER with BFP", RESULT, b_route_gather_bfp),
+	MSG(ROUTE, "ROUTED CONTRIB without a root", CONTRIB, b_route_no_root),
+	MSG(ROUTE, "ROUTED CONTRIB with two roots", CONTRIB, b_route_two_roots),
+	MSG(ROUTE, "BRIEF reduce contribution", CONTRIB, b_route_brief_reduce),
+	MSG(ROUTE, "BRIEF gather contribution from the root", CONTRIB, b_route_root_brief),
+	MSG(ROUTE, "gather elements from another rank", CONTRIB, b_route_other_elems),
 	ROCE(ROCE_SHORT, "RoCE payload without room for a header", r_short),
 	ROCE(ROCE_OPCODE, "RC SEND only", r_rc_send),
 	ROCE(ROCE_OPCODE, "CNP", r_cnp),
@@ -1162,11 +1250,41 @@ START_TEST(test_accept_edges)
 	len = encode_msg(&m, buf);
 	ck_assert_int_eq(decode_exact(buf, len, 1, &d), INCA_WIRE_OK);
 
-	/* Every defined flag together is fine on int32. */
+	/* Every flag that goes with a body and BFP together is fine on int32. */
 	base_msg(INCA_MSG_RESULT, &m);
-	m.flags = INCA_F_MASK;
+	m.flags = INCA_F_MASK & ~(INCA_F_GATHER | INCA_F_BRIEF);
 	len = encode_msg(&m, buf);
 	ck_assert_int_eq(decode_exact(buf, len, 0, &d), INCA_WIRE_OK);
+
+	/* Routed chunks: each valid form (docs/protocol.md, "Routed chunks"). */
+	base_msg(INCA_MSG_CONTRIB, &m);
+	m.flags = INCA_F_ROUTED | INCA_F_BFP;
+	m.bitmap = UINT32_C(1) << 31;
+	len = encode_msg(&m, buf);
+	ck_assert_int_eq(decode_exact(buf, len, 0, &d), INCA_WIRE_OK);
+	ck_assert_uint_eq(d.bitmap, m.bitmap);
+	m.flags = INCA_F_ROUTED | INCA_F_GATHER;
+	m.bitmap = UINT32_C(1) << m.rank;
+	len = encode_msg(&m, buf);
+	ck_assert_int_eq(decode_exact(buf, len, 0, &d), INCA_WIRE_OK);
+	m.flags = INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF;
+	m.bitmap = 1;
+	inca_hdr_encode(&m, buf);
+	ck_assert_int_eq(decode_exact(buf, INCA_HDR_LEN, 0, &d), INCA_WIRE_OK);
+	ck_assert_uint_eq(d.body_len, 0);
+	ck_assert_uint_eq(d.count, m.count);
+	base_msg(INCA_MSG_RESULT, &m);
+	m.flags = INCA_F_ROUTED | INCA_F_BRIEF;
+	inca_hdr_encode(&m, buf);
+	ck_assert_int_eq(decode_exact(buf, INCA_HDR_LEN, 0, &d), INCA_WIRE_OK);
+	m.flags = INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF;
+	inca_hdr_encode(&m, buf);
+	ck_assert_int_eq(decode_exact(buf, INCA_HDR_LEN, 0, &d), INCA_WIRE_OK);
+	/* A NACK echoes a routed CONTRIB's flags; they are not checked there. */
+	base_msg(INCA_MSG_NACK, &m);
+	m.flags = INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF;
+	len = encode_msg(&m, buf);
+	ck_assert_int_eq(decode_exact(buf, INCA_HDR_LEN, 0, &d), INCA_WIRE_OK);
 
 	/* Control bodies: window == pool_size, zero pool/window (defaults),
 	 * 32 workers, every caps bit. */

@@ -53,7 +53,8 @@ NACK = 11
 NACK_MEMBER_LOST, NACK_MISMATCH = 14, 16
 INT32, SUM = 0, 0
 F_SET, F_RETX, F_LAST, F_BFP = 0x01, 0x02, 0x04, 0x08
-CAP_NATIVE_FLOAT, CAP_BFP, CAP_SEQ_CHECK, CAP_ROCE = 1, 2, 4, 0x10
+F_ROUTED, F_GATHER, F_BRIEF = 0x10, 0x20, 0x40
+CAP_NATIVE_FLOAT, CAP_BFP, CAP_SEQ_CHECK, CAP_ROCE, CAP_ROUTED = 1, 2, 4, 0x10, 0x20
 
 # RoCEv2 (docs/protocol.md, "RoCEv2 transport"): UD SEND only; the BTH and
 # its ICRC are scapy's, the DETH is written here from the spec.
@@ -79,7 +80,7 @@ PARENT = {'ip': '10.77.0.100', 'mac': '02:00:00:00:cc:00', 'udp_port': INCA_PORT
 AGG_ROCE = {'qpn': 0x00494E, 'qkey': 0x494E4341}
 TIMEOUTS = {'heartbeat_ms': 1000, 'evict_ms': 600000}
 # incad advertises every capability (docs/protocol.md, "Capability bits").
-INCAD_CAPS = CAP_NATIVE_FLOAT | CAP_BFP | CAP_SEQ_CHECK
+INCAD_CAPS = CAP_NATIVE_FLOAT | CAP_BFP | CAP_SEQ_CHECK | CAP_ROUTED
 T0 = 1767225600  # pcap timestamps: fixed, so the files are reproducible
 # The session token of a job's incarnation is the aggregator's choice
 # (docs/protocol.md, "Sessions"); the vectors fix it, and a runner sets up
@@ -180,7 +181,8 @@ class Scenario:
         self.inputs = []      # (frame, in the Tofino subset)
         self.outputs = []     # (frame, sent by incad, sent by a switch)
         self.counted = {}     # chunk k -> {rank: (values, exp)} the aggregator counted
-        self.flags = {}       # chunk k -> SET | LAST | BFP of its first counted copy
+        self.flags = {}       # chunk k -> SET | LAST | BFP | ROUTED | GATHER of its first copy
+        self.roots = {}       # chunk k -> the root of a routed chunk
         self.rng = random.Random(name)
         self.ignore = []
         self.incarnation = 1  # of the job, for the member secrets
@@ -229,23 +231,37 @@ class Scenario:
             self.ignore.append('ctrl.pool_base')
 
     def contrib(self, rank, k, values=None, exp=0, flags=0, counted=True, token=None,
-                src=None):
+                src=None, root=None, gather=False):
         """CONTRIB of chunk k from rank. counted: the aggregator must count
         it (False for copies the rules drop: duplicates, replays, forgeries).
-        src: (mac, ip, udp_port[, vlan]) to forge the source."""
+        src: (mac, ip, udp_port[, vlan]) to forge the source. root: a routed
+        chunk's root (docs/protocol.md, "Routed chunks"), gathered from it
+        with gather: then another rank's CONTRIB is BRIEF (no body), which
+        adds nothing to the result."""
         m, j = self.members[rank] if rank < len(self.members) else member(rank), self.job
+        bitmap, brief = 0, False
+        if root is not None:
+            flags |= F_ROUTED | (F_GATHER if gather else 0)
+            bitmap = 1 << root
+            brief = gather and rank != root
+            if brief:
+                flags |= F_BRIEF
+                values = [0] * j['elems']
         if values is None:
             values = self.values()
         if counted:
             assert rank not in self.counted.setdefault(k, {}), 'counted twice'
             self.counted[k][rank] = (values, exp)
-            self.flags.setdefault(k, (flags & (F_LAST | F_BFP)) | self.set_flag(k))
+            self.flags.setdefault(k, (flags & (F_LAST | F_BFP | F_ROUTED | F_GATHER)) |
+                                  self.set_flag(k))
+            if root is not None:
+                self.roots.setdefault(k, root)
         mac, ip, port, vlan = (tuple(src) + (0,))[:4] if src else (m['mac'], m['ip'],
                                                                     m['udp_port'], m['vlan'])
-        body = struct.pack('!%di' % len(values), *values)
+        body = b'' if brief else struct.pack('!%di' % len(values), *values)
         h = hdr(CONTRIB, j['id'], rank, j['session'] if token is None else token,
                 slot=self.slot(k), flags=flags | self.set_flag(k), exp=exp, seq=k,
-                offset=k * j['elems'], count=len(values))
+                offset=k * j['elems'], count=len(values), bitmap=bitmap)
         if 'roce' in m and src is None:
             # The NIC picks the UDP source port; the queue pair is the member.
             self.inputs.append((roce_frame(mac, AGG['mac'], ip, AGG['ip'], 0xC100 + rank,
@@ -285,16 +301,21 @@ class Scenario:
     def result(self, k, to=None, replay=False, by='both'):
         """The RESULT of chunk k: the wrapped sum of what was counted (on a
         tree leaf: the parent's sum), to every member (complete) or to one
-        rank (replay, with RETX); by as for expect_frame."""
+        rank (replay, with RETX); by as for expect_frame. A routed chunk's
+        elements go only where its route says; the others get it BRIEF."""
         j, got = self.job, self.counted[k]
         sums, exp = self.final[k] if k in self.final else self.sums(k)
         bitmap = sum(1 << r for r in got)
         flags = self.flags[k] | (F_RETX if replay else 0)
         body = struct.pack('!%di' % len(sums), *sums)
         for r in ([to] if to is not None else range(j['nworkers'])):
-            h = hdr(RESULT, j['id'], r, j['session'], slot=self.slot(k), flags=flags, exp=exp,
-                    seq=k, offset=k * j['elems'], count=j['elems'], bitmap=bitmap)
-            self.expect_frame(r, h + body, by)
+            full = True
+            if flags & F_ROUTED:
+                full = (r != self.roots[k]) if flags & F_GATHER else (r == self.roots[k])
+            h = hdr(RESULT, j['id'], r, j['session'], slot=self.slot(k),
+                    flags=flags | (0 if full else F_BRIEF), exp=exp, seq=k,
+                    offset=k * j['elems'], count=j['elems'], bitmap=bitmap)
+            self.expect_frame(r, h + (body if full else b''), by)
 
     # -- a tree leaf (docs/protocol.md, "Aggregation trees") --
 
@@ -668,6 +689,67 @@ def mismatch():
     return s
 
 
+def reduce_scatter():
+    s = Scenario('reduce_scatter', 'routed chunks reduced to their root (ReduceScatter): '
+                 'the sum goes to the chunk\'s root only, every other rank gets a BRIEF '
+                 'RESULT; a retransmission gets the form its sender receives; ranks that '
+                 'disagree on the root fail the chunk', tofino=False, nworkers=3,
+                 pool_size=4, window=4, elems=64)
+    for r in range(3):
+        s.join(r)
+    orders = ((0, 1, 2), (2, 0, 1), (1, 2, 0))
+    sent = {}
+    for k in range(3):
+        flags = F_LAST if k == 2 else 0
+        for r in orders[k]:
+            sent[(k, r)] = s.contrib(r, k, flags=flags, root=k)
+        s.result(k)
+    # Rank 0 lost chunk 1's BRIEF RESULT, rank 2 chunk 2's sum.
+    s.contrib(0, 1, values=sent[(1, 0)], flags=F_RETX, counted=False, root=1)
+    s.result(1, to=0, replay=True)
+    s.contrib(2, 2, values=sent[(2, 2)], flags=F_RETX | F_LAST, counted=False, root=2)
+    s.result(2, to=2, replay=True)
+    # Chunk 3: rank 1 names another root than rank 0.
+    s.contrib(0, 3, counted=False, root=0)
+    m1 = s.members[1]
+    h = hdr(CONTRIB, s.job['id'], 1, s.job['session'], slot=3, flags=F_ROUTED, seq=3,
+            offset=3 * 64, count=64, bitmap=1 << 1)
+    s.inputs.append((frame(m1['mac'], AGG['mac'], m1['ip'], AGG['ip'], m1['udp_port'],
+                           INCA_PORT, h + struct.pack('!64i', *s.values())), False))
+    for r in range(3):
+        s.nack(r, 3, NACK_MISMATCH, s.job['session'], flags=F_ROUTED)
+    return s
+
+
+def all_gather():
+    s = Scenario('all_gather', 'routed chunks gathered from their root (AllGather): the '
+                 'root sends its elements, the others BRIEF CONTRIBs; the root\'s elements '
+                 'go unchanged to every other rank and the root gets a BRIEF RESULT; '
+                 'duplicates are counted once, retransmissions replayed in their form',
+                 tofino=False, nworkers=3, pool_size=2, window=2, elems=64)
+    for r in range(3):
+        s.join(r)
+    orders = ((1, 0, 2), (0, 1, 2), (2, 1, 0), (1, 2, 0))
+    for k in range(4):
+        root = k % 3
+        flags = F_LAST if k == 3 else 0
+        for r in orders[k]:
+            s.contrib(r, k, flags=flags, root=root, gather=True)
+            if k == 0 and r == 1:
+                # Duplicated in the net while the set fills: dropped.
+                s.contrib(1, 0, flags=F_RETX, counted=False, root=0, gather=True)
+        s.result(k)
+        if k == 0:
+            # Replays of chunk 0 before its set is reused: rank 2 lost the
+            # elements, the root its BRIEF RESULT.
+            s.contrib(2, 0, flags=F_RETX, counted=False, root=0, gather=True)
+            s.result(0, to=2, replay=True)
+            v = s.counted[0][0][0]
+            s.contrib(0, 0, values=v, flags=F_RETX, counted=False, root=0, gather=True)
+            s.result(0, to=0, replay=True)
+    return s
+
+
 def roce_sum3():
     s = Scenario('roce_sum3', 'RoCEv2: two members bound to UD queue pairs and one UDP '
                  'member; JOIN_ACK names the aggregator\'s queue pair; RESULTs go to each '
@@ -751,7 +833,7 @@ def leaf_partial():
 
 SCENARIOS = [join_static, sum2, sum4_bfp, sum2_large, replay, duplicate, wraparound,
              non_member, bad_token, late_copy, late_reuse, vlan_tagged, stale_session,
-             mismatch, roce_sum3, roce_replay, leaf_partial]
+             mismatch, reduce_scatter, all_gather, roce_sum3, roce_replay, leaf_partial]
 
 
 def write_pcap(path, frames):

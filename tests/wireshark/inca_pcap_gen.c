@@ -598,7 +598,8 @@ gen_data(struct gen *g)
 	m.job = 0xffff;
 	m.token = 0xffffffff;
 	m.slot = 0xffff;
-	m.flags = INCA_F_MASK & ~INCA_F_BFP;
+	m.flags = INCA_F_MASK & ~(INCA_F_BFP | INCA_F_GATHER | INCA_F_BRIEF);
+	m.bitmap = UINT32_C(1) << 31; /* ROUTED: the root */
 	m.exp = -128;
 	m.seq = 0xffffffff;
 	m.offset = 0xffffffff;
@@ -669,9 +670,9 @@ gen_malformed(struct gen *g)
 	m.op = INCA_OP_COUNT;
 	msg_frame(g, &m, b, n, INCA_WIRE_OP, &to_agg);
 	m = c;
-	m.flags = INCA_F_SET | 0x10;
+	m.flags = INCA_F_SET | 0x80;
 	msg_frame(g, &m, b, n, INCA_WIRE_FLAGS, &to_agg);
-	m.flags = 0x80;
+	m.flags = 0x80 | INCA_F_RETX;
 	msg_frame(g, &m, b, n, INCA_WIRE_FLAGS, &to_agg);
 	m = c;
 	m.rank = INCA_MAX_WORKERS;
@@ -702,6 +703,22 @@ gen_malformed(struct gen *g)
 	m.flags = INCA_F_BFP;
 	n = payload(b, m.dtype, m.count, 0);
 	msg_frame(g, &m, b, n, INCA_WIRE_BFP_DTYPE, &to_agg);
+
+	/* Routed chunks: a gather's BRIEF contribution and result, a reduce's
+	 * BRIEF result, and the ROUTE error of a gather without its root. */
+	m = c;
+	m.flags = INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF;
+	m.bitmap = UINT32_C(1) << ((m.rank + 1) % INCA_MAX_WORKERS);
+	msg_frame(g, &m, b, 0, INCA_WIRE_OK, &to_agg);
+	m.type = INCA_MSG_RESULT;
+	msg_frame(g, &m, b, 0, INCA_WIRE_OK, &from_agg);
+	m.flags = INCA_F_ROUTED | INCA_F_BRIEF;
+	msg_frame(g, &m, b, 0, INCA_WIRE_OK, &from_agg);
+	m = c;
+	m.flags = INCA_F_ROUTED | INCA_F_GATHER;
+	m.bitmap = 0;
+	n = payload(b, m.dtype, m.count, 0);
+	msg_frame(g, &m, b, n, INCA_WIRE_ROUTE, &to_agg);
 
 	/* Control messages. */
 	m = hdr(INCA_MSG_HEARTBEAT, 0);
@@ -790,7 +807,7 @@ gen_ports(struct gen *g)
 	m.reason = INCA_NACK_MAX_;
 	msg_frame(g, &m, b, 0, INCA_WIRE_REASON, &o);
 	m.reason = INCA_NACK_EVICTED;
-	m.flags = 0x40;
+	m.flags = 0x80;
 	msg_frame(g, &m, b, 0, INCA_WIRE_FLAGS, &o);
 	m.flags = 0;
 	m.version = INCA_PROTO_VERSION + 1;
@@ -1248,7 +1265,7 @@ gen_roce(struct gen *g)
 	m.dtype = INCA_DTYPE_FP16;
 	m.count = 4;
 	roce_frame(g, mb, build_msg(mb, &m, b, payload(b, m.dtype, 3, 0)), INCA_WIRE_LEN, &w);
-	m.flags = 0x20;
+	m.flags = 0x80;
 	roce_frame(g, mb, build_msg(mb, &m, b, payload(b, m.dtype, 4, 0)), INCA_WIRE_FLAGS, &w);
 }
 
@@ -1340,12 +1357,16 @@ print_tables(void)
 	printf("flag\t%d\tRETX\n", INCA_F_RETX);
 	printf("flag\t%d\tLAST\n", INCA_F_LAST);
 	printf("flag\t%d\tBFP\n", INCA_F_BFP);
+	printf("flag\t%d\tROUTED\n", INCA_F_ROUTED);
+	printf("flag\t%d\tGATHER\n", INCA_F_GATHER);
+	printf("flag\t%d\tBRIEF\n", INCA_F_BRIEF);
 	printf("flagmask\t%d\n", INCA_F_MASK);
 	printf("cap\t%d\tNATIVE_FLOAT\n", INCA_CAP_NATIVE_FLOAT);
 	printf("cap\t%d\tBFP\n", INCA_CAP_BFP);
 	printf("cap\t%d\tSEQ_CHECK\n", INCA_CAP_SEQ_CHECK);
 	printf("cap\t%d\tFIXED_COUNT\n", INCA_CAP_FIXED_COUNT);
 	printf("cap\t%d\tROCE\n", INCA_CAP_ROCE);
+	printf("cap\t%d\tROUTED\n", INCA_CAP_ROUTED);
 	printf("capmask\t%d\n", INCA_CAP_MASK);
 	for (v = INCA_WIRE_SHORT; v < INCA_WIRE_ERR_COUNT; v++)
 		printf("wireerr\t%u\t%s\t%s\n", v, inca_wire_err_name(v), inca_wire_err_str(v));

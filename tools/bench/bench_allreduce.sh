@@ -14,10 +14,18 @@
 #       [--sizes pow2|pow4|B,B,...] [--iters I] [--iters-large I]
 #       [--systems inca,inca-nogso,inca-xdp,ompi-ring,ompi-default] [--window W]
 #       [--max-elems E] [--racks R --uplink-rate RATE] [--stripes K[,K...]]
-#       [--agg-rate RATE]
+#       [--agg-rate RATE] [--collective allreduce|reduce_scatter|allgather]
 #       [--mpi-busy-poll] [--inca-args "ARGS"] [--incad-args "ARGS"]
 #       [--build DIR] [--out DIR]
 #       [--name PREFIX] [--keep]
+#
+# --collective reduce_scatter (or allgather) measures inca_reduce_scatter()
+# against MPI_Reduce_scatter_block (inca_allgather() against MPI_Allgather):
+# a size is the whole tensor (a reduce-scatter's input, an all-gather's
+# output), ratio_SB uses each collective's link bound (S/B, and
+# (N-1)/N x S/B for the all-gather: docs/protocol.md, "Routed chunks"),
+# ompi-ring forces Open MPI's ring for the all-gather and is not offered
+# for the reduce-scatter (Open MPI 4.1 has no ring for it).
 #
 # Defaults: 4 workers, MTU 1500, 500mbit, switch mode, 3 runs, sizes 4 KiB
 # to 64 MiB in steps of 4, systems inca, ompi-ring and ompi-default.
@@ -93,6 +101,7 @@ RACKS=1
 UPLINK_RATE=0
 AGG_RATE=0
 STRIPES=
+COLL=allreduce
 INCA_ARGS=
 INCAD_ARGS=
 MPI_YIELD=1
@@ -124,6 +133,7 @@ while [ $# -gt 0 ]; do
 	--uplink-rate) UPLINK_RATE=$2; shift 2 ;;
 	--agg-rate) AGG_RATE=$2; shift 2 ;;
 	--stripes) STRIPES=$2; shift 2 ;;
+	--collective) COLL=$2; shift 2 ;;
 	--inca-args) INCA_ARGS=$2; shift 2 ;;
 	--incad-args) INCAD_ARGS=$2; shift 2 ;;
 	--mpi-busy-poll) MPI_YIELD=0; shift ;;
@@ -251,7 +261,7 @@ run_inca()
 {
 	local n=$1 mtu=$2 run=$3 sys=$4 r pids=() fail=0 ld log gso=1 tp=udp
 	local args=(-a "$(aggregator_of "$sys")" -j 1 -t 0x494E4341 -n "$n" -s "$SIZE_LIST" -d fp32 -o sum
-		-i "$ITERS" -I "$ITERS_LARGE" -x 2 -L "$LINK" -U "$mtu" --csv)
+		-i "$ITERS" -I "$ITERS_LARGE" -x 2 -L "$LINK" -U "$mtu" -C "$COLL" --csv)
 
 	[ -n "$WINDOW" ] && args+=(-W "$WINDOW")
 	[ -n "$INCA_ARGS" ] && read -r -a extra <<< "$INCA_ARGS" && args+=("${extra[@]}")
@@ -287,8 +297,15 @@ run_mpi()
 		--mca btl self,tcp --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0
 		--mca mpi_yield_when_idle "$MPI_YIELD")
 
-	[ "$sys" = ompi-ring ] &&
-		mca+=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
+	if [ "$sys" = ompi-ring ]; then
+		case $COLL in
+		allreduce) mca+=(--mca coll_tuned_use_dynamic_rules 1
+				--mca coll_tuned_allreduce_algorithm 4) ;;
+		allgather) mca+=(--mca coll_tuned_use_dynamic_rules 1
+				--mca coll_tuned_allgather_algorithm 4) ;;
+		*) echo "bench_allreduce: no ring for $COLL in Open MPI" >&2; return 1 ;;
+		esac
+	fi
 	for ((r = 0; r < n; r++)); do
 		hosts=$hosts${hosts:+,}10.77.0.$((10 + r))
 	done
@@ -298,7 +315,7 @@ run_mpi()
 		BENCH_RACK=$NAME timeout 1800 "$RACK" exec --name "$NAME" 0 \
 			mpirun --allow-run-as-root -np "$n" --host "$hosts" "${mca[@]}" \
 			"$MPIB" -s "$SIZE_LIST" -i "$ITERS" -I "$ITERS_LARGE" -x 2 -L "$LINK" \
-			--label "$sys" --csv > "$log.out" 2> "$log.err" &
+			-C "$COLL" --label "$sys" --csv > "$log.out" 2> "$log.err" &
 		pid=$!
 		CHILDREN="$CHILDREN $pid"
 		# Now and then one of mpirun's daemons does not come up and
@@ -442,7 +459,7 @@ style_of()
 
 plot()
 {
-	local n=$1 mtu=$2 png=$OUT/allreduce_n$1_mtu$2.png dat=$OUT/plot_n$1_mtu$2 s
+	local n=$1 mtu=$2 png=$OUT/${COLL}_n$1_mtu$2.png dat=$OUT/plot_n$1_mtu$2 s
 	local lines="" what="$MODE mode"
 	command -v gnuplot >/dev/null || return 0
 	[ "$LINK" != 0 ] || return 0
@@ -464,7 +481,7 @@ plot()
 	gnuplot <<EOF
 set terminal pngcairo size 760,480 font "sans,10"
 set output "$png"
-set title "fp32 allreduce, $n workers, $RATE links (tc tbf), MTU $mtu, $what: median of $RUNS runs"
+set title "fp32 $COLL, $n workers, $RATE links (tc tbf), MTU $mtu, $what: median of $RUNS runs"
 set logscale xy
 set xlabel "message size S per worker (bytes)"
 set ylabel "time (ms)"
@@ -475,8 +492,8 @@ set key top left
 set grid
 set xrange [3000:100000000]
 sb(x) = x * 8 / ($LINK * 1000.0)
-plot sb(x) title "S/B (in-network bound)" with lines dt 2 lc rgb "gray40", \\
-     2.0 * ($n - 1) / $n * sb(x) title "2(N-1)/N S/B (ring bound)" with lines dt 3 lc rgb "gray20"$lines
+plot $( [ "$COLL" = allgather ] && echo "($n - 1.0) / $n *" ) sb(x) title "link bound" with lines dt 2 lc rgb "gray40", \\
+     $( [ "$COLL" = allreduce ] && echo 2.0 || echo 1.0 ) * ($n - 1) / $n * sb(x) title "ring bound" with lines dt 3 lc rgb "gray20"$lines
 EOF
 	rm -f "$dat".*
 	echo "plot: $png"
@@ -576,7 +593,7 @@ for n in "${NLIST[@]}"; do
 			up=(--racks "$RACKS" --workers $((n / RACKS)) --uplink-rate "$UPLINK_RATE")
 		fi
 		[ -z "$STRIPES" ] || up+=(--aggs "$NSTRIPES")
-		echo "== N=$n MTU=$mtu: rack $NAME, $RATE, $MODE mode, $ELEMS elements per" \
+		echo "== N=$n MTU=$mtu: $COLL, rack $NAME, $RATE, $MODE mode, $ELEMS elements per" \
 			"packet${STRIPES:+, $NSTRIPES aggregators at $AGG_RATE}$([ "$RACKS" -gt 1 ] &&
 				echo ", $RACKS racks, uplinks $UPLINK_RATE")"
 		"$RACK" up --name "$NAME" "${up[@]}" --rate "$RATE" --mode "$MODE" \

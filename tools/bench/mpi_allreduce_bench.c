@@ -3,7 +3,8 @@
  */
 
 /*
- * mpi_allreduce_bench: plain MPI_Allreduce timings, the host-side baseline
+ * mpi_allreduce_bench: plain MPI_Allreduce timings (or, with -C,
+ * MPI_Reduce_scatter_block and MPI_Allgather), the host-side baseline
  * that inca-bench is compared with (tools/bench/bench_allreduce.sh). It
  * knows nothing of INCA: whatever algorithm the MPI library picks (or is
  * told to pick with its own parameters) is what it measures.
@@ -37,7 +38,12 @@ struct opts {
 	int dtype_int; /* int32 instead of fp32 */
 	int csv;
 	const char *label;
+	/* -C, as inca-bench's: a size is the whole tensor (the reduce-scatter's
+	 * input, the all-gather's output). */
+	int coll; /* 0 allreduce, 1 reduce_scatter, 2 allgather */
 };
+
+static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgather"};
 
 static void
 usage(FILE *f)
@@ -52,6 +58,9 @@ usage(FILE *f)
 		"  -x, --warmup N            untimed iterations per size (default 2)\n"
 		"  -d, --dtype T             fp32 (default) or int32\n"
 		"  -L, --link-rate MBIT      link rate: adds time / (S/B)\n"
+		"  -C, --collective C        allreduce, reduce_scatter (MPI_Reduce_scatter_block)\n"
+		"                            or allgather (MPI_Allgather); a size is the whole\n"
+		"                            tensor\n"
 		"      --label NAME          first CSV column (default mpi)\n"
 		"      --csv                 CSV instead of a table\n"
 		"Every rank checks every result; exit status 1 on a wrong element.\n");
@@ -125,12 +134,16 @@ run_size(const struct opts *o, void *in, void *out, size_t bytes, int rank, int 
 {
 	size_t count = bytes / 4 ? bytes / 4 : 1;
 	unsigned iters = bytes > (1u << 20) ? o->iters_large : o->iters, k;
+	size_t block;
 	MPI_Datatype dt = o->dtype_int ? MPI_INT32_T : MPI_FLOAT;
 	unsigned long long bad = 0, bad_all = 0;
 	double *t, *tmax, med, mean = 0, mn;
 
 	if (iters == 0)
 		iters = 1;
+	if (o->coll != 0)
+		count = (count + nranks - 1) / nranks * nranks;
+	block = count / nranks;
 	bytes = count * 4;
 	t = calloc(iters, sizeof(*t));
 	tmax = calloc(iters, sizeof(*tmax));
@@ -138,7 +151,7 @@ run_size(const struct opts *o, void *in, void *out, size_t bytes, int rank, int 
 		fprintf(stderr, "mpi_allreduce_bench: out of memory\n");
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
-	fill(in, count, rank, o->dtype_int);
+	fill(in, o->coll == 2 ? block : count, rank, o->dtype_int);
 	for (k = 0; k < o->warmup + iters; k++) {
 		double t0;
 
@@ -146,10 +159,39 @@ run_size(const struct opts *o, void *in, void *out, size_t bytes, int rank, int 
 			MPI_Barrier(MPI_COMM_WORLD);
 		memset(out, 0xEE, bytes); /* a stale result must not pass */
 		t0 = MPI_Wtime();
-		MPI_Allreduce(in, out, (int)count, dt, MPI_SUM, MPI_COMM_WORLD);
+		if (o->coll == 1)
+			MPI_Reduce_scatter_block(in, out, (int)block, dt, MPI_SUM, MPI_COMM_WORLD);
+		else if (o->coll == 2)
+			MPI_Allgather(in, (int)block, dt, out, (int)block, dt, MPI_COMM_WORLD);
+		else
+			MPI_Allreduce(in, out, (int)count, dt, MPI_SUM, MPI_COMM_WORLD);
 		if (k >= o->warmup)
 			t[k - o->warmup] = MPI_Wtime() - t0;
-		bad += check(out, count, nranks, o->dtype_int);
+		if (o->coll == 1) {
+			/* Block rank of the sum: elements rank x block on. */
+			size_t i;
+			int r;
+
+			for (i = 0; i < block; i++) {
+				int32_t want = 0;
+
+				for (r = 0; r < nranks; r++)
+					want += gen(r, rank * block + i);
+				bad += o->dtype_int ? ((int32_t *)out)[i] != want :
+						      ((float *)out)[i] != (float)want;
+			}
+		} else if (o->coll == 2) {
+			size_t i;
+			int r;
+
+			for (r = 0; r < nranks; r++)
+				for (i = 0; i < block; i++)
+					bad += o->dtype_int ?
+						((int32_t *)out)[r * block + i] != gen(r, i) :
+						((float *)out)[r * block + i] != (float)gen(r, i);
+		} else {
+			bad += check(out, count, nranks, o->dtype_int);
+		}
 	}
 	MPI_Reduce(t, tmax, (int)iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	MPI_Reduce(&bad, &bad_all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -160,8 +202,11 @@ run_size(const struct opts *o, void *in, void *out, size_t bytes, int rank, int 
 		qsort(tmax, iters, sizeof(*tmax), cmp_double);
 		mn = tmax[0];
 		med = iters % 2 ? tmax[iters / 2] : (tmax[iters / 2 - 1] + tmax[iters / 2]) / 2;
-		/* S/B: the time the link needs for S bytes, the in-network bound. */
-		double sb = o->link_mbps > 0 ? bytes * 8.0 / (o->link_mbps * 1e6) : 0;
+		/* S/B: the time the link needs for S bytes, the in-network bound;
+		 * an all-gather's, (N - 1) S / (N B) (docs/protocol.md,
+		 * "Routed chunks"). */
+		double lb = o->coll == 2 ? bytes * (nranks - 1.0) / nranks : bytes;
+		double sb = o->link_mbps > 0 ? lb * 8.0 / (o->link_mbps * 1e6) : 0;
 
 		if (o->csv)
 			printf("%s,%d,%zu,%u,%.1f,%.1f,%.1f,%.4f,%llu\n", o->label, nranks, bytes,
@@ -190,6 +235,7 @@ main(int argc, char **argv)
 		{"warmup", required_argument, NULL, 'x'},
 		{"dtype", required_argument, NULL, 'd'},
 		{"link-rate", required_argument, NULL, 'L'},
+		{"collective", required_argument, NULL, 'C'},
 		{"label", required_argument, NULL, 1},
 		{"csv", no_argument, NULL, 2},
 		{"help", no_argument, NULL, 'h'},
@@ -212,7 +258,7 @@ main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-	while ((opt = getopt_long(argc, argv, "m:M:s:i:I:x:d:L:h", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:M:s:i:I:x:d:L:C:h", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'm': o.min_bytes = num("-m", optarg, 1ull << 31); break;
 		case 'M': o.max_bytes = num("-M", optarg, 1ull << 31); break;
@@ -241,6 +287,15 @@ main(int argc, char **argv)
 			o.dtype_int = strcmp(optarg, "int32") == 0;
 			break;
 		case 'L': o.link_mbps = strtod(optarg, NULL); break;
+		case 'C':
+			for (o.coll = 0; o.coll < 3 && strcmp(optarg, coll_names[o.coll]); o.coll++)
+				;
+			if (o.coll == 3) {
+				fprintf(stderr, "mpi_allreduce_bench: -C: allreduce, reduce_scatter "
+					"or allgather\n");
+				MPI_Abort(MPI_COMM_WORLD, 2);
+			}
+			break;
 		case 1: o.label = optarg; break;
 		case 2: o.csv = 1; break;
 		case 'h':
@@ -269,8 +324,9 @@ main(int argc, char **argv)
 			printf("system,nranks,bytes,iters,median_us,mean_us,min_us,ratio_SB,"
 			       "errors\n");
 		else
-			printf("# MPI_Allreduce %s sum, %d ranks\n%12s %6s %12s %12s %12s %8s "
-			       "%6s\n", o.dtype_int ? "int32" : "fp32", nranks, "bytes", "iters",
+			printf("# MPI %s %s sum, %d ranks\n%12s %6s %12s %12s %12s %8s "
+			       "%6s\n", coll_names[o.coll], o.dtype_int ? "int32" : "fp32", nranks,
+			       "bytes", "iters",
 			       "median_us", "mean_us", "min_us", "x S/B", "check");
 		fflush(stdout);
 	}

@@ -95,8 +95,12 @@ local FLAGS = {
 	{ "RETX", 0x02, "retransmission (CONTRIB) or replay (RESULT)" },
 	{ "LAST", 0x04, "last chunk of a collective" },
 	{ "BFP", 0x08, "int32 payload is block fixed point; exp is its exponent" },
+	{ "ROUTED", 0x10, "the chunk has a root; a CONTRIB's bitmap names it" },
+	{ "GATHER", 0x20, "only the root contributes elements; the others receive them" },
+	{ "BRIEF", 0x40, "no body: a non-root's gather contribution, or a done result" },
 }
-local F_SET, F_RETX, F_LAST, F_BFP, F_MASK = 0x01, 0x02, 0x04, 0x08, 0x0f
+local F_SET, F_RETX, F_LAST, F_BFP, F_MASK = 0x01, 0x02, 0x04, 0x08, 0x7f
+local F_ROUTED, F_GATHER, F_BRIEF = 0x10, 0x20, 0x40
 
 -- INCA_NACK_REASONS: value = { name, description }.
 local NACK_REASONS = {
@@ -126,8 +130,9 @@ local CAPS = {
 	{ "SEQ_CHECK", 0x0004 },
 	{ "FIXED_COUNT", 0x0008 },
 	{ "ROCE", 0x0010 },
+	{ "ROUTED", 0x0020 },
 }
-local CAP_MASK = 0x001f
+local CAP_MASK = 0x003f
 
 -- The message checks of INCA_WIRE_ERRORS (from SHORT on; the frame checks
 -- before it are Ethernet, IPv4 and UDP's, which Wireshark dissects itself),
@@ -148,6 +153,7 @@ local WIRE_ERRORS = {
 	{ "REASON", "NACK without a known reason, or reason in a non-NACK" },
 	{ "CTRL_FIELD", "control body field out of range" },
 	{ "BFP_DTYPE", "block fixed point flag on a non-int32 message" },
+	{ "ROUTE", "ROUTED, GATHER or BRIEF flags inconsistent with the message" },
 	{ "ROCE_SHORT", "RoCEv2 packet shorter than BTH, DETH, INCA header and ICRC" },
 	{ "ROCE_TVER", "BTH transport header version is not 0" },
 	{ "ROCE_PKEY", "partition key is not the default partition 0xffff" },
@@ -358,6 +364,45 @@ local function fmt_float(v)
 		return "-0"
 	end
 	return string.format("%.9g", v)
+end
+
+local function has(flags, f)
+	return math.floor(flags / f) % 2 == 1
+end
+
+-- The ROUTE row of the message checks: nil, or what is wrong.
+local function route_error(h)
+	local routed, gather, brief = has(h.flags, F_ROUTED), has(h.flags, F_GATHER),
+		has(h.flags, F_BRIEF)
+	if not routed then
+		if gather or brief then
+			return "GATHER or BRIEF without ROUTED"
+		end
+		return nil
+	end
+	if gather and has(h.flags, F_BFP) then
+		return "GATHER with BFP"
+	end
+	if h.type ~= T_CONTRIB then
+		return nil
+	end
+	local b = h.bitmap
+	local bits = 0
+	while b > 0 do
+		bits = bits + b % 2
+		b = math.floor(b / 2)
+	end
+	if bits ~= 1 then
+		return "the root bitmap has not exactly one bit"
+	end
+	if not gather then
+		return brief and "BRIEF without GATHER" or nil
+	end
+	local root = h.bitmap == 2 ^ h.rank
+	if root == brief then
+		return root and "BRIEF from the root" or "elements from a rank that is not the root"
+	end
+	return nil
 end
 
 local function flag_names(flags)
@@ -763,8 +808,8 @@ local function dissect(tvb, pinfo, tree, env)
 	if not OPS[h.op] then
 		flag_err("OP", items.op, string.format("op %d", h.op))
 	end
-	if h.flags >= 0x10 then
-		flag_err("FLAGS", items.flags, string.format("0x%02x", h.flags - h.flags % 0x10))
+	if h.flags >= 0x80 then
+		flag_err("FLAGS", items.flags, string.format("0x%02x", h.flags - h.flags % 0x80))
 	end
 	if h.rank >= MAX_WORKERS then
 		flag_err("RANK", items.rank, string.format("rank %d", h.rank))
@@ -778,9 +823,10 @@ local function dissect(tvb, pinfo, tree, env)
 			flag_err("COUNT", items.count, string.format("%d elements of %d bytes",
 								     h.count, dsize))
 		end
-		if body_len ~= h.count * dsize then
-			flag_err("LEN", t, string.format("body is %d bytes, count x size is %d",
-							 body_len, h.count * dsize))
+		local want_len = has(h.flags, F_BRIEF) and 0 or h.count * dsize
+		if body_len ~= want_len then
+			flag_err("LEN", t, string.format("body is %d bytes, not %d", body_len,
+							 want_len))
 		end
 	elseif MSG_TYPES[h.type] and not data then
 		if h.count ~= 0 then
@@ -836,6 +882,12 @@ local function dissect(tvb, pinfo, tree, env)
 
 	if math.floor(h.flags / F_BFP) % 2 == 1 and dsize and h.dtype ~= D_INT32 then
 		flag_err("BFP_DTYPE", items.flags, DTYPES[h.dtype][1] .. " message")
+	end
+	if data then
+		local why = route_error(h)
+		if why then
+			flag_err("ROUTE", items.flags, why)
+		end
 	end
 
 	if h.type == T_NACK and NACK_REASONS[h.reason] then
@@ -909,7 +961,7 @@ local function looks_like_inca(tvb)
 	local count = tvb(24, 2):uint()
 	local reason = tvb(26, 2):uint()
 	if tvb(0, 1):uint() ~= PROTO_VERSION or not MSG_TYPES[t] or not d or
-	    not OPS[tvb(3, 1):uint()] or flags >= 0x10 or tvb(6, 2):uint() >= MAX_WORKERS then
+	    not OPS[tvb(3, 1):uint()] or flags >= 0x80 or tvb(6, 2):uint() >= MAX_WORKERS then
 		return false
 	end
 	if job == 0 and t ~= T_HELLO and t ~= T_CAPS then
@@ -920,7 +972,7 @@ local function looks_like_inca(tvb)
 	end
 	if is_data(t) then
 		return count > 0 and count <= MAX_ELEMS and count * d[2] <= MAX_PAYLOAD_BYTES and
-			len == HDR_LEN + count * d[2]
+			len == HDR_LEN + (has(flags, F_BRIEF) and 0 or count * d[2])
 	end
 	return count == 0 and (len == HDR_LEN + CTRL_LEN or
 		((t == T_JOIN or t == T_JOIN_ACK) and len == HDR_LEN + CTRL_LEN + ROCE_EXT_LEN) or

@@ -35,7 +35,7 @@ from torch._C import _distributed_c10d as C
 from torch._C._distributed_c10d import ProcessGroup, _create_work_from_future
 
 from . import _libinca as L
-from .hook import IncaState, _pg_allreduce, read_conf
+from .hook import _TORCH_DTYPES, IncaState, _pg_allreduce, read_conf
 from .route import HOST, INCA, Selector, parse_mode
 
 log = logging.getLogger('inca_torch')
@@ -106,10 +106,14 @@ class ProcessGroupInca(ProcessGroup):
 
     Through libinca (CPU, contiguous tensors): allreduce of fp32, fp16,
     bf16, int32 with SUM, MIN, MAX, and AVG for the float types;
-    broadcast, all_gather and _allgather_base of any dtype (an int32 sum
-    of the raw bytes, each rank filling its own block: bit-exact);
-    reduce, reduce_scatter and _reduce_scatter_base (an allreduce of which
-    each rank keeps its part); barrier. Everything else, and everything
+    broadcast of any dtype (an int32 sum of the raw bytes: bit-exact);
+    all_gather and _allgather_base of any dtype (inca_allgather(): each
+    rank sends its block and the aggregator replicates it where it says
+    ROUTED, else an int32 sum of blocks each rank fills its own of;
+    bit-exact); reduce_scatter and _reduce_scatter_base of the allreduce's
+    dtypes and ops (inca_reduce_scatter(): each block's result to its rank
+    only where the aggregator says ROUTED, else an allreduce of which each
+    rank keeps its block); reduce (an allreduce); barrier. Everything else, and everything
     when the job is absent, goes to the inner gloo group; when incad fails
     mid-run, libinca finishes the collectives through gloo itself.
 
@@ -298,16 +302,14 @@ class ProcessGroupInca(ProcessGroup):
         return self.state.comm is not None and not self.state._closed and _plain(t)
 
     def _gather_bytes(self, t, outs_bytes, block):
-        """all_gather of @t's bytes: rank r's block at r * @block."""
-        tb = _bytes(t)
-        me = self._rank
+        """all_gather of @t's bytes: rank r's block at r * @block, through
+        inca_allgather() (routed where the aggregator can)."""
+        tb = _bytes(t).clone()
+        u8 = torch.empty(block * self._size + 1, dtype=torch.uint8)
 
-        def fill(u8):
-            u8[me * block:(me + 1) * block].copy_(tb)
-
-        def post(u8):
-            return outs_bytes(u8)
-        return self._raw_sum(block * self._size, fill, post)
+        def call(lib, comm):
+            return lib.inca_allgather(comm, tb.data_ptr(), u8.data_ptr(), block)
+        return self.state.submit_call(call, u8, outs_bytes)
 
     def allgather(self, output_tensors, input_tensors, opts=None):
         ok = len(input_tensors) == 1 and len(output_tensors) == 1 and \
@@ -372,13 +374,40 @@ class ProcessGroupInca(ProcessGroup):
         return _work(self._allreduce_fut(t.clone(), op, lambda x: [t]))
 
     def _scatter_fut(self, output, flat, op):
-        """allreduce(@flat) (a copy of the input) and keep block rank."""
+        """The reduce-scatter of @flat (a copy of the input) into @output:
+        inca_reduce_scatter() where INCA takes the dtype and op (routed
+        where the aggregator can), else an allreduce of which this rank
+        keeps its block."""
         n = output.numel()
         me = self._rank
+        io = _inca_op(op)
+        st = self.state
 
         def keep(x):
             output.reshape(-1).copy_(x.reshape(-1)[me * n:(me + 1) * n])
             return [output]
+        if io is not None and st.supports(flat) and _plain(output) and \
+                not (io[1] and flat.dtype not in _FLOATS):
+            inca_op, avg = io
+            dtype = _TORCH_DTYPES[flat.dtype]
+            out = output.reshape(-1) if output.is_contiguous() else output.clone()
+            size = self._size
+
+            def call(lib, comm):
+                return lib.inca_reduce_scatter(comm, flat.data_ptr(), out.data_ptr(), n, dtype,
+                                               inca_op)
+
+            def fin(x):
+                if avg:
+                    x.div_(size)
+                return [output]
+
+            # The host route: gloo's allreduce of the whole input, of which
+            # this rank keeps its block (gloo of 1.13 has no reduce_scatter).
+            return self._routed('reduce_scatter', flat.numel() * flat.element_size(),
+                                lambda: st.submit_call(call, out, fin),
+                                lambda: self._gloo_allreduce_fut(flat, op, io, keep))
+
         return self._allreduce_fut(flat, op, keep)
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):

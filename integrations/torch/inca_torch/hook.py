@@ -99,11 +99,13 @@ def _pg_allreduce(group, tensor, op):
 
 class _Item:
     """One allreduce for the worker: @tensor is what libinca reduces in
-    place; the future's value is post(tensor), or tensor without one."""
-    __slots__ = ('tensor', 'op', 'post', 'future', 'req')
+    place; the future's value is post(tensor), or tensor without one. With
+    @call, a blocking libinca collective instead (call(lib, comm) returns
+    its result), run after every earlier item."""
+    __slots__ = ('tensor', 'op', 'post', 'future', 'req', 'call')
 
-    def __init__(self, tensor, op, post=None):
-        self.tensor, self.op, self.post = tensor, op, post
+    def __init__(self, tensor, op, post=None, call=None):
+        self.tensor, self.op, self.post, self.call = tensor, op, post, call
         self.future = torch.futures.Future()
         self.req = ctypes.c_void_p()
 
@@ -320,6 +322,19 @@ class IncaState:
                 return
 
     def _issue(self, it, pending):
+        if it.call is not None:
+            # A blocking collective: the earlier ones complete first (libinca
+            # would complete them inside the call anyway; their futures
+            # are finished in order here).
+            while pending:
+                old = pending.popleft()
+                with self._lock:
+                    r = self.lib.inca_wait(ctypes.byref(old.req))
+                self._finish(old, r)
+            with self._lock:
+                ret = it.call(self.lib, self.comm)
+            self._finish(it, ret)
+            return
         t = it.tensor
         dtype = _TORCH_DTYPES[t.dtype]
         while True:
@@ -340,7 +355,8 @@ class IncaState:
 
     def _finish(self, it, ret):
         if ret != L.OK:
-            it.future.set_exception(L.IncaError(self.lib, ret, 'inca allreduce'))
+            it.future.set_exception(L.IncaError(self.lib, ret, 'inca allreduce'
+                                                if it.call is None else 'inca collective'))
             return
         try:
             val = it.post(it.tensor) if it.post is not None else it.tensor
@@ -382,6 +398,19 @@ class IncaState:
         thread). Every rank must make the same calls in the same order."""
         self.calls['inca'] += 1
         it = _Item(tensor, op, post)
+        with self._cv:
+            self._queue.append(it)
+            self._cv.notify()
+        return it.future
+
+    def submit_call(self, call, tensor, post=None):
+        """Queue call(lib, comm), a blocking libinca collective on tensors
+        the caller keeps alive (inca_reduce_scatter(), inca_allgather()),
+        behind every earlier submission; returns a Future whose value is
+        post(tensor), or tensor. Every rank must make the same calls in the
+        same order."""
+        self.calls['inca'] += 1
+        it = _Item(tensor, None, post, call)
         with self._cv:
             self._queue.append(it)
             self._cv.notify()

@@ -14,7 +14,8 @@
  * into the caller's buffer.
  *
  * Progress: there is no hidden thread. Packets are sent and received only
- * inside inca_allreduce(), inca_broadcast(), inca_barrier(), inca_test(),
+ * inside inca_allreduce(), inca_broadcast(), inca_barrier(),
+ * inca_reduce_scatter(), inca_allgather(), inca_reduce(), inca_test(),
  * inca_wait() and inca_comm_progress(). Requests started with
  * inca_iallreduce() advance when any of these is called.
  *
@@ -372,6 +373,48 @@ INCA_API int inca_wait(struct inca_request **req);
  * @p c.
  */
 INCA_API int inca_broadcast(struct inca_comm *c, void *buf, size_t bytes, unsigned root);
+
+/**
+ * ReduceScatter: reduce the @p size x @p recvcount elements of @p dtype at
+ * @p sendbuf (every rank's whole input) with @p op, and leave in
+ * @p recvbuf the @p recvcount elements of block @p rank of the result
+ * (block b is elements b x recvcount .. (b + 1) x recvcount - 1). Where the
+ * aggregator advertises INCA_CAP_ROUTED each chunk's result goes to its
+ * block's owner only (docs/protocol.md, "Routed chunks"): a rank receives
+ * recvcount elements, not size x recvcount; elsewhere (an older incad, a
+ * switch, a striped communicator, floats without native aggregation) it
+ * is an allreduce of which each rank keeps its block. The result is the
+ * allreduce's, bit for bit. @p sendbuf and @p recvbuf must not overlap.
+ * Blocking; falls back to the host collective mid-operation like
+ * inca_allreduce(). Not thread-safe with other calls on @p c.
+ */
+INCA_API int inca_reduce_scatter(struct inca_comm *c, const void *sendbuf, void *recvbuf,
+				 size_t recvcount, unsigned dtype, unsigned op);
+
+/**
+ * AllGather: every rank contributes @p bytes bytes at @p sendbuf and
+ * receives every rank's, block r at @p recvbuf + r x @p bytes (@p size x
+ * @p bytes in all), bit-exact whatever the content. @p sendbuf may be
+ * INCA_IN_PLACE (this rank's block is already at its place in @p recvbuf).
+ * Where the aggregator advertises INCA_CAP_ROUTED a rank sends only its
+ * block and the aggregator replicates it to the others; elsewhere it is
+ * an int32 sum of blocks that are zero but for their owner's. Blocking;
+ * falls back to the host collective mid-operation. Not thread-safe with
+ * other calls on @p c.
+ */
+INCA_API int inca_allgather(struct inca_comm *c, const void *sendbuf, void *recvbuf,
+			    size_t bytes);
+
+/**
+ * Reduce @p count elements of @p dtype with @p op to rank @p root, whose
+ * @p recvbuf gets the result (the other ranks' @p recvbuf is not written
+ * and may be NULL). @p sendbuf may be INCA_IN_PLACE at the root. With
+ * INCA_CAP_ROUTED only the root receives the elements; elsewhere an
+ * allreduce. Blocking; falls back mid-operation. Not thread-safe with
+ * other calls on @p c.
+ */
+INCA_API int inca_reduce(struct inca_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+			 unsigned dtype, unsigned op, unsigned root);
 
 /**
  * Return once every rank has entered the barrier (an allreduce of one

@@ -113,7 +113,17 @@ enum inca_op {
 #define INCA_F_RETX 0x02  /**< the sender retransmits (informational) */
 #define INCA_F_LAST 0x04  /**< last chunk of a collective (informational) */
 #define INCA_F_BFP 0x08   /**< int32 payload is block fixed point of floats */
-#define INCA_F_MASK 0x0f  /**< all defined flags; other bits must be zero */
+/**
+ * The chunk has a root rank: a CONTRIB's bitmap names it (one bit). Without
+ * GATHER the ranks' elements are reduced and only the root receives the
+ * result (ReduceScatter, Reduce); the others get a BRIEF RESULT.
+ */
+#define INCA_F_ROUTED 0x10
+/** With ROUTED: only the root contributes elements, every other rank receives them. */
+#define INCA_F_GATHER 0x20
+/** No body (count still the chunk's): a non-root's GATHER CONTRIB, or a done RESULT. */
+#define INCA_F_BRIEF 0x40
+#define INCA_F_MASK 0x7f  /**< all defined flags; other bits must be zero */
 
 /**
  * NACK reasons (inca_hdr.reason of a NACK). X(name, value, description).
@@ -165,7 +175,7 @@ struct inca_hdr {
 	uint32_t offset;  /**< element offset of the chunk in its tensor */
 	uint16_t count;   /**< number of elements in the body */
 	uint16_t reason;  /**< enum inca_nack_reason in a NACK, else 0 */
-	uint32_t bitmap;  /**< RESULT: contributor bitmap; else 0 */
+	uint32_t bitmap;  /**< RESULT: contributor bitmap; ROUTED CONTRIB: the root's bit; else 0 */
 };
 
 /** Capability bits (inca_ctrl.caps). */
@@ -174,7 +184,8 @@ struct inca_hdr {
 #define INCA_CAP_SEQ_CHECK 0x0004    /**< rejects stale chunks by seq */
 #define INCA_CAP_FIXED_COUNT 0x0008  /**< counts only data of exactly max_elems: pad */
 #define INCA_CAP_ROCE 0x0010         /**< takes CONTRIBs as RoCEv2 UD SENDs (see below) */
-#define INCA_CAP_MASK 0x001f
+#define INCA_CAP_ROUTED 0x0020       /**< takes ROUTED chunks: ReduceScatter, Reduce, AllGather */
+#define INCA_CAP_MASK 0x003f
 
 /**
  * Body of a control message: 32 bytes, network byte order.
@@ -256,6 +267,7 @@ _Static_assert(offsetof(struct inca_ctrl, session) == 28, "inca_ctrl.session");
 	X(REASON, "NACK without a known reason, or reason in a non-NACK") \
 	X(CTRL_FIELD, "control body field out of range") \
 	X(BFP_DTYPE, "block fixed point flag on a non-int32 message") \
+	X(ROUTE, "ROUTED, GATHER or BRIEF flags inconsistent with the message") \
 	X(ROCE_SHORT, "RoCEv2 packet shorter than BTH, DETH, INCA header and ICRC") \
 	X(ROCE_OPCODE, "BTH opcode is not UD SEND only") \
 	X(ROCE_TVER, "BTH transport header version is not 0") \
