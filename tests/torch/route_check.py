@@ -19,15 +19,15 @@ import argparse
 import datetime
 import logging
 import os
-import socket
 import sys
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'integrations', 'torch'))
+sys.path.insert(0, HERE)
+from train_check import spawn  # noqa: E402
 
 # (kind, bytes through INCA per rank, for a world of w): the selector's
 # classes are (kind, log2 of the bytes).
@@ -131,10 +131,7 @@ def main():
     ap.add_argument('--ref', action='store_true')
     ap.add_argument('--out', required=True)
     a = ap.parse_args()
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        port = s.getsockname()[1]
-    mp.spawn(worker, args=(a.world, port, a), nprocs=a.world, join=True)
+    spawn(worker, a.world, a)
 
 
 if __name__ == '__main__':

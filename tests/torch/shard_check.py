@@ -31,19 +31,17 @@ inca_torch stats.
 
 import argparse
 import os
-import socket
 import sys
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn as nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'integrations', 'torch'))
 sys.path.insert(0, HERE)
 from train_check import BATCH, CLASSES, FEATURES, HIDDEN, SAMPLES, make_data, \
-    mean_loss  # noqa: E402
+    mean_loss, spawn  # noqa: E402
 
 LR, MOMENTUM = 0.05, 0.9
 
@@ -124,10 +122,7 @@ def main():
     ap.add_argument('--loss-every', type=int, default=10)
     ap.add_argument('--out', required=True)
     a = ap.parse_args()
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        port = s.getsockname()[1]
-    mp.spawn(worker, args=(a.world, port, a), nprocs=a.world, join=True)
+    spawn(worker, a.world, a)
 
 
 if __name__ == '__main__':

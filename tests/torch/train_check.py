@@ -128,6 +128,15 @@ def worker(rank, world, port, mode, steps, out):
     dist.destroy_process_group()
 
 
+def spawn(worker, world, *args):
+    """worker(rank, world, port, *args) in @world processes, with a free
+    loopback port for the default group's rendezvous."""
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    mp.spawn(worker, args=(world, port) + args, nprocs=world, join=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--world', type=int, required=True)
@@ -135,11 +144,7 @@ def main():
     ap.add_argument('--steps', type=int, default=40)
     ap.add_argument('--out', required=True)
     args = ap.parse_args()
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        port = s.getsockname()[1]
-    mp.spawn(worker, args=(args.world, port, args.mode, args.steps, args.out),
-             nprocs=args.world, join=True)
+    spawn(worker, args.world, args.mode, args.steps, args.out)
 
 
 if __name__ == '__main__':
