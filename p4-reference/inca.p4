@@ -22,9 +22,10 @@
  *
  * Jobs, members, slots and multicast groups are set up by the control plane:
  * control/setup_job.py; the layout and the resource budget are in README.md.
- * Checked by p4test with the open-source tna.p4 (suite p4); the Tofino back
- * end compiles it into 17 ingress stages, more than Tofino-1 has (README.md,
- * "Status").
+ * Laid out for Tofino-1's 12 stages: every lookup in stage 0, the admission
+ * and set_seq in 1, set_bitmap in 2, the 32 lane registers from stage 3
+ * (bitmap.p4; README.md, "How a contribution moves through the Tofino
+ * pipe"). The suite p4 test tofino_compile checks that with p4c-barefoot.
  */
 
 #include <core.p4>
