@@ -66,7 +66,6 @@ struct inca_ig_md_t {
 	bit<16> exp_in;         /* biased exponents (exp + 128) */
 	bit<16> exp_out;
 	bit<8> lane_op;         /* INCA_LANE_* of this pass */
-	bit<8> lane_next;       /* INCA_LANE_* of the later consume passes */
 	bit<12> vid;            /* the frame's 802.1Q VLAN, 0 untagged (parser) */
 	bit<1> leaf;            /* the job is a tree leaf (uplink hit) */
 	bit<1> up;              /* ... that holds a parent session */
