@@ -48,7 +48,9 @@
  *
  * A job that is a tree leaf (docs/protocol.md, "Aggregation trees"; the
  * uplink table) keeps its PARTIAL state in bit 31 of set_bitmap
- * (INCA_BITMAP_OPEN), which every member's contribution sets: a set with all
+ * (INCA_BITMAP_OPEN), which every member's contribution to a leaf's set
+ * sets (never a root's, so that a retransmission into a PARTIAL set is
+ * resent even while the control plane rewrites uplink): a set with all
  * members' bits and bit 31 is PARTIAL, every member counted and the
  * parent's RESULT awaited; the parent's RESULT (rewritten into the leaf's
  * job by a first pass, inca.p4) compares the seq without writing it and
@@ -378,7 +380,7 @@ control Bitmap(inout inca_headers_t hdr, inout inca_ig_md_t md)
 				/* Already counted: look at the set, change nothing. */
 				if (md.cnt != 0) {
 					md.reason = INCA_DROP_DUPLICATE;
-				} else if (md.leaf == 1 && md.seen[31:31] == 1) {
+				} else if (md.seen[31:31] == 1) {
 					md.verdict = INCA_V_RESEND;
 				} else {
 					md.verdict = INCA_V_REPLAY;

@@ -231,8 +231,8 @@ const bit<8> INCA_LANE_PARENT = 7;  /* first pass, a parent's RESULT: WRITE if P
 
 /*
  * Bit 31 of set_bitmap (never a member's bit): set by every member's
- * contribution, cleared when a parent's RESULT finishes the set of a tree
- * leaf. A leaf's set with every member's bit and this one is PARTIAL.
+ * contribution to a tree leaf's set, cleared when a parent's RESULT
+ * finishes it. A set with every member's bit and this one is PARTIAL.
  */
 const bit<32> INCA_BITMAP_OPEN = 0x80000000;
 

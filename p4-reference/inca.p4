@@ -497,7 +497,13 @@ control Ingress(inout inca_headers_t hdr,
 				/* Control messages: the control plane answers. */
 				cpu.apply();
 			} else {
-				md.rank_mask = md.rank_bit | INCA_BITMAP_OPEN;
+				/* Bit 31 only in a leaf's sets, so that it
+				 * means PARTIAL whatever uplink says later. */
+				if (md.leaf == 1) {
+					md.rank_mask = md.rank_bit | INCA_BITMAP_OPEN;
+				} else {
+					md.rank_mask = md.rank_bit;
+				}
 				/* Stages 1..4: admission, set state, verdict. */
 				bitmap.apply(hdr, md);
 				if (md.go == INCA_GO_PARENT) {
