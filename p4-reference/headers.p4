@@ -169,8 +169,8 @@ const bit<16> INCA_IP_LEN_LARGE = 1084;
 /* ---- Switch-internal state (never on the wire between hosts) ---- */
 
 /* Slot memory of one pipe: see README.md, "Resource budget". */
-#define INCA_NUM_SLOTS 8192       /* slot entries: bitmaps of both sets */
-#define INCA_NUM_SETS 16384       /* (slot, set) entries: counters, exponents */
+#define INCA_NUM_SLOTS 8192       /* slots: two sets each */
+#define INCA_NUM_SETS 16384       /* (slot, set) entries: slot_map, seq, bitmap, counters, exponents */
 #define INCA_LANE_ENTRIES 16384   /* 64-bit entries of each lane register */
 #define INCA_MAX_JOBS 1024
 #define INCA_MAX_MEMBERS 4096
@@ -211,18 +211,40 @@ const bit<8> INCA_V_HOLD = 5;      /* PARTIAL or RESEND without a parent session
  */
 const bit<32> INCA_STATE_STALE = 0x80000000;
 
-/* The seq of a contribution against its set's use (bitmap.p4). */
-const bit<8> INCA_REL_OLDER = 0;
-const bit<8> INCA_REL_SAME = 1;
-const bit<8> INCA_REL_NEWER = 2;
 const bit<16> INCA_SWITCH_MAX_RANKS = 31;
 
-/* Lane register operations (processor.p4). */
+/*
+ * Lane register operations (processor.p4). The first pass of a
+ * contribution knows only its seq against the set's use when the first
+ * lanes run (set_seq, bitmap.p4); FIRST, SAME and PARENT are settled by the
+ * sender's bit of set_bitmap in the lane table itself. Later passes carry
+ * WRITE, ADD, READ_A or READ_B.
+ */
 const bit<8> INCA_LANE_NOP = 0;
 const bit<8> INCA_LANE_WRITE = 1;   /* first contribution of a use */
 const bit<8> INCA_LANE_ADD = 2;     /* later contributions */
 const bit<8> INCA_LANE_READ_A = 3;  /* harvest lanes a */
 const bit<8> INCA_LANE_READ_B = 4;  /* harvest lanes b */
+const bit<8> INCA_LANE_FIRST = 5;   /* first pass, newer seq: a use starts (WRITE) */
+const bit<8> INCA_LANE_SAME = 6;    /* first pass, same seq: ADD, or READ_B if counted */
+const bit<8> INCA_LANE_PARENT = 7;  /* first pass, a parent's RESULT: WRITE if PARTIAL */
+
+/*
+ * Bit 31 of set_bitmap (never a member's bit): set by every member's
+ * contribution to a tree leaf's set, cleared when a parent's RESULT
+ * finishes it. A set with every member's bit and this one is PARTIAL.
+ */
+const bit<32> INCA_BITMAP_OPEN = 0x80000000;
+
+/* Which pass of the pipe a frame is on (inca_ig_md_t.pass, set by the parser). */
+const bit<2> INCA_PASS_PORT = 0;    /* from a front-panel port */
+const bit<2> INCA_PASS_ENTER = 1;   /* recirculated to be admitted in its job's home pipe */
+const bit<2> INCA_PASS_LATER = 2;   /* a later consume or harvest pass */
+
+/* Why a first pass recirculates a frame for admission (inca_ig_md_t.go). */
+const bit<8> INCA_GO_NONE = 0;
+const bit<8> INCA_GO_HOME = 1;     /* to the job's home pipe */
+const bit<8> INCA_GO_PARENT = 2;   /* a parent's RESULT, rewritten into its leaf job */
 
 /* Why the switch ended a frame: index of the drop counter. */
 const bit<8> INCA_DROP_NONE = 0;
@@ -253,7 +275,7 @@ header inca_bridge_h {
 	bit<8> cls;         /* INCA_CLASS_* */
 	bit<8> verdict;     /* INCA_V_* */
 	bit<8> lane_op;     /* INCA_LANE_* of the consume passes */
-	bit<8> pad;
+	bit<8> from_parent; /* ENTER: 1 for a parent's RESULT, rewritten into the leaf job */
 	bit<16> lane_idx0;  /* lane register entry of group 0 */
 	bit<16> mgid;       /* multicast group of the job */
 	bit<16> rank;       /* addressee of a replay */

@@ -22,9 +22,10 @@
  *
  * Jobs, members, slots and multicast groups are set up by the control plane:
  * control/setup_job.py; the layout and the resource budget are in README.md.
- * Checked by p4test with the open-source tna.p4 (suite p4); the Tofino back
- * end compiles it into 17 ingress stages, more than Tofino-1 has (README.md,
- * "Status").
+ * Laid out for Tofino-1's 12 stages: every lookup in stage 0, the admission
+ * and set_seq in 1, set_bitmap in 2, the 32 lane registers from stage 3
+ * (bitmap.p4; README.md, "How a contribution moves through the Tofino
+ * pipe"). The suite p4 test tofino_compile checks that with p4c-barefoot.
  */
 
 #include <core.p4>
@@ -35,28 +36,30 @@
 
 #include "headers.p4"
 
-/* Ingress metadata: zero at the start of every pass. */
+/* Ingress metadata: zero at the start of every pass (but what the parser sets). */
 struct inca_ig_md_t {
+	bit<2> pass;            /* INCA_PASS_* (parser) */
 	bit<8> reason;          /* INCA_DROP_*; not NONE ends the frame */
-	bit<8> cls;             /* INCA_CLASS_* of an admitted CONTRIB */
-	bit<1> admit;           /* this pass admits a contribution */
+	bit<8> cls;             /* INCA_CLASS_* of an admissible CONTRIB or RESULT */
+	bit<1> to_agg;          /* to the aggregator's address (agg_addr) */
 	bit<1> job_ok;          /* (job, token) known */
 	bit<1> job_remote;      /* the job lives in another pipe */
-	bit<1> member_ok;       /* (job, rank, source IP) known */
+	bit<1> member_ok;       /* (job, rank, source) known; 1 on ENTER (parser) */
 	bit<1> slot_ok;         /* slot within the job's pool */
-	bit<1> set;             /* shadow set (INCA_F_SET) */
+	bit<1> parent_hit;      /* a leaf's parent's RESULT (parent) */
+	bit<1> from_parent;     /* ENTER: a parent's RESULT in its leaf job (parser) */
+	bit<1> checked;         /* the admission looked at set_seq */
+	bit<8> go;              /* INCA_GO_*: recirculated to be admitted */
 	bool ipv4_csum_ok;
 	PortId_t recirc_port;   /* recirculation port of the job's home pipe */
 	bit<32> members;        /* the job's full bitmap: bits 0..N-1 */
 	bit<16> mgid;           /* multicast group of the job */
-	slot_index_t pool_index;
-	set_index_t set_index;
-	lane_index_t lane_base;
+	set_index_t set_index;  /* (slot, set) of the contribution (slot_map) */
 	lane_index_t lane_idx;
-	bit<32> rank_bit;       /* 1 << rank */
+	bit<32> rank_bit;       /* 1 << rank; a parent's RESULT: the leaf's members */
+	bit<32> rank_mask;      /* rank_bit | INCA_BITMAP_OPEN */
 	bit<32> seq1;           /* the contribution's seq + 1 */
-	bit<8> rel;             /* INCA_REL_*: the seq against the set's use */
-	bit<32> seen;           /* the sender's bit in the set before */
+	bit<32> seen;           /* the sender's bit and bit 31 in the set before */
 	bit<8> cnt;             /* contributions still missing after this one */
 	bit<8> nworkers_m1;     /* members of the job minus one */
 	bit<8> verdict;         /* INCA_V_* */
@@ -64,12 +67,13 @@ struct inca_ig_md_t {
 	bit<16> exp_out;
 	bit<8> lane_op;         /* INCA_LANE_* of this pass */
 	bit<12> vid;            /* the frame's 802.1Q VLAN, 0 untagged (parser) */
-	bit<1> from_parent;     /* a RESULT to the aggregator: a parent's, or dropped */
 	bit<1> leaf;            /* the job is a tree leaf (uplink hit) */
 	bit<1> up;              /* ... that holds a parent session */
 	PortId_t up_port;       /* its port to the parent */
-	bit<8> partial;         /* the set was PARTIAL (set_partial) */
-	bit<8> partial_in;      /* what set_partial becomes */
+	bit<16> leaf_job;       /* a parent's RESULT: the leaf job, */
+	bit<32> leaf_session;   /* its session, */
+	bit<32> leaf_members;   /* its members, */
+	PortId_t leaf_recirc;   /* its home pipe's recirculation port */
 }
 
 struct inca_eg_md_t {
@@ -107,17 +111,24 @@ control Ingress(inout inca_headers_t hdr,
 	Processor() lane28; Processor() lane29; Processor() lane30; Processor() lane31;
 
 	/* The aggregator's own IPv4 addresses. */
+	action is_aggregator() {
+		md.to_agg = 1;
+	}
+
 	table agg_addr {
 		key = {
 			hdr.ipv4.dst_addr : exact @name("ip");
 		}
 		actions = {
-			NoAction;
+			is_aggregator;
+			@defaultonly NoAction;
 		}
+		const default_action = NoAction();
 		size = 16;
 	}
 
-	/* Which CONTRIBs the Tofino subset takes; every other one is dropped. */
+	/* Which CONTRIBs (and parents' RESULTs) the Tofino subset takes; every
+	 * other one is dropped. */
 	action contrib_small() {
 		md.cls = INCA_CLASS_SMALL;
 	}
@@ -204,29 +215,22 @@ control Ingress(inout inca_headers_t hdr,
 	/*
 	 * A tree leaf's parent (docs/protocol.md, "Aggregation trees"): its
 	 * RESULTs, from its address and port, in its job and session, are
-	 * the leaf job's, rewritten into that job and the leaf's own session
-	 * for its members. The entry for another pipe sends them home first.
+	 * the leaf job's. The first pass rewrites them into that job, the
+	 * leaf's own session and members and sends them to the leaf's home
+	 * pipe, where they are admitted like a contribution (a second pass:
+	 * slot_map must see the leaf's job, and in the first stage).
 	 */
 	action from_parent(bit<16> leaf_job, bit<32> session, bit<32> members,
-			   bit<16> mgid, PortId_t recirc_port) {
-		md.job_ok = 1;
-		md.member_ok = 1;
-		hdr.inca.job = leaf_job;
-		hdr.inca.token = session;
-		md.members = members;
-		md.mgid = mgid;
-		md.recirc_port = recirc_port;
-	}
-
-	action parent_remote(PortId_t home_recirc_port) {
-		md.job_ok = 1;
-		md.member_ok = 1;
-		md.job_remote = 1;
-		md.recirc_port = home_recirc_port;
+			   PortId_t recirc_port) {
+		md.parent_hit = 1;
+		md.leaf_job = leaf_job;
+		md.leaf_session = session;
+		md.leaf_members = members;
+		md.leaf_recirc = recirc_port;
 	}
 
 	action parent_unknown() {
-		md.job_ok = 0;
+		md.parent_hit = 0;
 	}
 
 	table parent {
@@ -240,7 +244,6 @@ control Ingress(inout inca_headers_t hdr,
 		}
 		actions = {
 			from_parent;
-			parent_remote;
 			@defaultonly parent_unknown;
 		}
 		const default_action = parent_unknown();
@@ -292,8 +295,8 @@ control Ingress(inout inca_headers_t hdr,
 		member_rx.count(idx);
 	}
 
+	/* Leaves member_ok as the parser set it (1 on an ENTER pass). */
 	action member_unknown() {
-		md.member_ok = 0;
 	}
 
 	table member {
@@ -313,16 +316,19 @@ control Ingress(inout inca_headers_t hdr,
 	}
 
 	/*
-	 * The job's pool: slot -> its entries in the slot and lane registers
-	 * (pool_base + slot, laid out by the control plane). The count is part
-	 * of the key: a job takes exactly the payload class the switch granted
-	 * it, and a job laid out for 64-element groups cannot reach into its
-	 * neighbours' lanes with 256 elements.
+	 * The job's pool: (slot, set) -> its entries in the set and lane
+	 * registers (laid out by the control plane: 2 (pool_base + slot) + set
+	 * and the lane entry of the set's group 0). The set is part of the key
+	 * so that the set registers of stage 1 get their index from this first
+	 * stage without an addition. The count is part of the key: a job takes
+	 * exactly the payload class the switch granted it, and a job laid out
+	 * for 64-element groups cannot reach into its neighbours' lanes with
+	 * 256 elements.
 	 */
-	action slot_entry(slot_index_t pool_index, lane_index_t lane_base) {
+	action slot_entry(set_index_t set_index, lane_index_t lane_idx) {
 		md.slot_ok = 1;
-		md.pool_index = pool_index;
-		md.lane_base = lane_base;
+		md.set_index = set_index;
+		md.lane_idx = lane_idx;
 	}
 
 	action slot_unknown() {
@@ -334,13 +340,14 @@ control Ingress(inout inca_headers_t hdr,
 			hdr.inca.job : exact @name("job");
 			hdr.inca.slot : exact @name("slot");
 			hdr.inca.count : exact @name("count");
+			hdr.inca.flags[0:0] : exact @name("set");
 		}
 		actions = {
 			slot_entry;
 			@defaultonly slot_unknown;
 		}
 		const default_action = slot_unknown();
-		size = INCA_NUM_SLOTS;
+		size = INCA_NUM_SETS;
 	}
 
 	/* Tofino shifts by constants only: the rank's bit comes from a table. */
@@ -434,34 +441,7 @@ control Ingress(inout inca_headers_t hdr,
 	}
 
 	apply {
-		if (!hdr.bridge.isValid()) {
-			/* A frame from a port. */
-			hdr.bridge.setValid();
-			hdr.bridge.step = INCA_STEP_FORWARD;
-			hdr.bridge.in_port = (bit<16>)ig_intr_md.ingress_port;
-			if (ig_prsr_md.parser_err != 0) {
-				md.reason = INCA_DROP_PARSE;
-			} else if (hdr.inca.isValid()) {
-				if (agg_addr.apply().hit) {
-					if (!md.ipv4_csum_ok) {
-						md.reason = INCA_DROP_IP_CSUM;
-					} else if (hdr.inca.type == INCA_MSG_CONTRIB) {
-						md.admit = 1;
-					} else if (hdr.inca.type == INCA_MSG_RESULT) {
-						md.admit = 1;
-					} else {
-						cpu.apply();
-					}
-				} else {
-					l2.apply();
-				}
-			} else {
-				l2.apply();
-			}
-		} else if (hdr.bridge.step == INCA_STEP_ENTER) {
-			/* Sent here by another pipe; its checks passed there. */
-			md.admit = 1;
-		} else {
+		if (md.pass == INCA_PASS_LATER) {
 			/* A later pass of a contribution admitted before. */
 			md.recirc_port = ig_intr_md.ingress_port;
 			md.lane_idx = (lane_index_t)hdr.bridge.lane_idx0 |
@@ -475,70 +455,102 @@ control Ingress(inout inca_headers_t hdr,
 				hdr.data1.setValid();
 				md.lane_op = INCA_LANE_READ_B;
 			}
-		}
-
-		if (md.admit == 1) {
-			/* Lookups without side effects, all in the first stage
-			 * but for a parent's RESULT, whose job parent rewrites. */
-			classify.apply();
-			if (hdr.inca.type == INCA_MSG_RESULT) {
-				md.from_parent = 1;
-				parent.apply();
-			} else {
+		} else {
+			if (md.pass == INCA_PASS_PORT) {
+				hdr.bridge.setValid();
+				hdr.bridge.step = INCA_STEP_FORWARD;
+				hdr.bridge.from_parent = 0;
+				hdr.bridge.in_port = (bit<16>)ig_intr_md.ingress_port;
+			}
+			if (hdr.inca.isValid()) {
+				/*
+				 * Stage 0: every lookup, reading only what the
+				 * parser made (a parent's RESULT is rewritten
+				 * into its leaf job by a pass of its own).
+				 */
+				agg_addr.apply();
+				classify.apply();
 				job.apply();
 				member.apply();
-			}
-			uplink.apply();
-			slot_map.apply();
-			rank_bit.apply();
-
-			if (md.cls == INCA_CLASS_NONE) {
-				md.reason = INCA_DROP_BAD_MSG;
-			} else if (md.from_parent == 1 && md.job_ok == 0) {
-				md.reason = INCA_DROP_PARENT_STALE;
-			} else if (md.from_parent == 1 && md.job_remote == 0 && md.leaf == 0) {
-				md.reason = INCA_DROP_PARENT_STALE;
-			} else if (md.job_ok == 0) {
-				md.reason = INCA_DROP_BAD_TOKEN;
-			} else if (md.member_ok == 0) {
-				md.reason = INCA_DROP_NOT_MEMBER;
-			} else if (md.slot_ok == 0) {
-				md.reason = INCA_DROP_BAD_SLOT;
-			} else if (md.job_remote == 1) {
-				hdr.bridge.step = INCA_STEP_ENTER;
-				ig_tm_md.ucast_egress_port = md.recirc_port;
-				ig_tm_md.bypass_egress = 1w1;
-			} else {
-				md.set = hdr.inca.flags[0:0];
-				/* One operation per branch: the Tofino back end
-				 * refuses an action that needs two stages. */
-				if (hdr.inca.flags[0:0] == 0) {
-					md.lane_idx = md.lane_base;
-				} else if (md.cls == INCA_CLASS_SMALL) {
-					md.lane_idx = md.lane_base | 1;
+				parent.apply();
+				uplink.apply();
+				slot_map.apply();
+				if (md.from_parent == 0) {
+					rank_bit.apply();
 				} else {
-					md.lane_idx = md.lane_base | 4;
+					/* The leaf's members, which set_bitmap
+					 * compares with PARTIAL. */
+					md.rank_bit = hdr.inca.bitmap;
 				}
-				bitmap.apply(hdr, md);
-				hdr.bridge.step = INCA_STEP_CONSUME;
-				hdr.bridge.quarter = 0;
-				hdr.bridge.cls = md.cls;
-				hdr.bridge.verdict = md.verdict;
-				if ((md.verdict == INCA_V_PARTIAL || md.verdict == INCA_V_RESEND) &&
-				    md.up == 0) {
-					hdr.bridge.verdict = INCA_V_HOLD;
-				}
-				hdr.bridge.up_port = (bit<16>)md.up_port;
-				hdr.bridge.lane_op = md.lane_op;
-				hdr.bridge.lane_idx0 = (bit<16>)md.lane_idx;
-				hdr.bridge.mgid = md.mgid;
-				hdr.bridge.rank = hdr.inca.rank;
+				md.seq1 = hdr.inca.seq + 1;
+				md.exp_in = (bit<16>)((bit<8>)hdr.inca.exp ^ 8w0x80);
 			}
-			/* The member matched on its VLAN; RESULTs get theirs in
-			 * egress, so later passes and egress parse no tag. */
-			if (md.reason == INCA_DROP_NONE && hdr.vlan.isValid()) {
-				hdr.ethernet.ether_type = hdr.vlan.ether_type;
-				hdr.vlan.setInvalid();
+
+			if (ig_prsr_md.parser_err != 0) {
+				md.reason = INCA_DROP_PARSE;
+			} else if (!hdr.inca.isValid() || md.to_agg == 0) {
+				l2.apply();
+			} else if (!md.ipv4_csum_ok) {
+				md.reason = INCA_DROP_IP_CSUM;
+			} else if (hdr.inca.type != INCA_MSG_CONTRIB &&
+				   hdr.inca.type != INCA_MSG_RESULT) {
+				/* Control messages: the control plane answers. */
+				cpu.apply();
+			} else {
+				/* Bit 31 only in a leaf's sets, so that it
+				 * means PARTIAL whatever uplink says later. */
+				if (md.leaf == 1) {
+					md.rank_mask = md.rank_bit | INCA_BITMAP_OPEN;
+				} else {
+					md.rank_mask = md.rank_bit;
+				}
+				/* Stages 1..4: admission, set state, verdict. */
+				bitmap.apply(hdr, md);
+				if (md.go == INCA_GO_PARENT) {
+					hdr.inca.job = md.leaf_job;
+					hdr.inca.token = md.leaf_session;
+					hdr.inca.bitmap = md.leaf_members;
+					hdr.bridge.step = INCA_STEP_ENTER;
+					hdr.bridge.from_parent = 1;
+					ig_tm_md.ucast_egress_port = md.leaf_recirc;
+					ig_tm_md.bypass_egress = 1w1;
+				} else if (md.go == INCA_GO_HOME) {
+					hdr.bridge.step = INCA_STEP_ENTER;
+					ig_tm_md.ucast_egress_port = md.recirc_port;
+					ig_tm_md.bypass_egress = 1w1;
+				} else if (md.reason == INCA_DROP_NONE) {
+					hdr.bridge.step = INCA_STEP_CONSUME;
+					hdr.bridge.quarter = 0;
+					hdr.bridge.cls = md.cls;
+					hdr.bridge.verdict = md.verdict;
+					if ((md.verdict == INCA_V_PARTIAL ||
+					     md.verdict == INCA_V_RESEND) && md.up == 0) {
+						hdr.bridge.verdict = INCA_V_HOLD;
+					}
+					/* What the later consume passes of 256
+					 * elements do (processor.p4's first-pass
+					 * entries, settled). */
+					if (md.lane_op == INCA_LANE_SAME) {
+						if (md.seen[30:0] == 0) {
+							hdr.bridge.lane_op = INCA_LANE_ADD;
+						} else {
+							hdr.bridge.lane_op = INCA_LANE_READ_B;
+						}
+					} else {
+						hdr.bridge.lane_op = INCA_LANE_WRITE;
+					}
+					hdr.bridge.up_port = (bit<16>)md.up_port;
+					hdr.bridge.lane_idx0 = (bit<16>)md.lane_idx;
+					hdr.bridge.mgid = md.mgid;
+					hdr.bridge.rank = hdr.inca.rank;
+				}
+				/* The member matched on its VLAN; RESULTs get
+				 * theirs in egress, so later passes and egress
+				 * parse no tag. */
+				if (md.reason == INCA_DROP_NONE && hdr.vlan.isValid()) {
+					hdr.ethernet.ether_type = hdr.vlan.ether_type;
+					hdr.vlan.setInvalid();
+				}
 			}
 		}
 

@@ -12,9 +12,10 @@
  * parsed as far as it matches and forwarded as ordinary traffic.
  *
  * From a recirculation port: the bridge header that the previous pass put in
- * front of the Ethernet header, then the same headers without checks (the
- * first pass checked them), and a group of elements only on passes that
- * consume one.
+ * front of the Ethernet header, then the same headers without the checks
+ * of the first pass (but the IPv4 checksum, which the admission of an ENTER
+ * pass tests again), and a group of elements only on passes that consume
+ * one.
  */
 
 parser IngressParser(packet_in pkt,
@@ -23,6 +24,7 @@ parser IngressParser(packet_in pkt,
 		     out ingress_intrinsic_metadata_t ig_intr_md)
 {
 	Checksum() ipv4_csum;
+	Checksum() bridged_csum;   /* the same check on a recirculated frame */
 
 	/* INCA ports besides INCA_UDP_PORT; the control plane may add some. */
 	value_set<bit<16>>(4) inca_udp_ports;
@@ -102,10 +104,43 @@ parser IngressParser(packet_in pkt,
 		transition accept;
 	}
 
+	/*
+	 * A pass after the first. Set here, so that the first stage's
+	 * lookups and the admission table test no field the pipe writes:
+	 * which pass this is; in an ENTER pass the member check, passed in
+	 * the pipe the frame came in on (whose VLAN tag is stripped now), and
+	 * whether a parent's RESULT was rewritten into its leaf job.
+	 */
 	state parse_bridge {
 		pkt.extract(hdr.bridge);
+		transition select(hdr.bridge.step, hdr.bridge.from_parent) {
+			(INCA_STEP_ENTER, 0): parse_enter;
+			(INCA_STEP_ENTER, _): parse_enter_parent;
+			default: parse_later;
+		}
+	}
+
+	state parse_enter_parent {
+		md.from_parent = 1;
+		transition parse_enter;
+	}
+
+	state parse_enter {
+		md.pass = INCA_PASS_ENTER;
+		md.member_ok = 1;
+		transition parse_bridged;
+	}
+
+	state parse_later {
+		md.pass = INCA_PASS_LATER;
+		transition parse_bridged;
+	}
+
+	state parse_bridged {
 		pkt.extract(hdr.ethernet);
 		pkt.extract(hdr.ipv4);
+		bridged_csum.add(hdr.ipv4);
+		md.ipv4_csum_ok = bridged_csum.verify();
 		pkt.extract(hdr.udp);
 		pkt.extract(hdr.inca);
 		transition select(hdr.bridge.step) {

@@ -6,7 +6,8 @@
  * One lane pair of the accumulator: element i (lane a, in data0) and element
  * i + 32 (lane b, in data1) of a 64-element group share one 64-bit register
  * entry, as in SwitchML. The Tofino program instantiates 32 of these, four per
- * stage over eight stages, so one pass adds a whole group.
+ * stage over eight stages (stages 3 to 11 with two of stage 3's stateful
+ * ALUs left to remaining and max_exp), so one pass adds a whole group.
  *
  * A Tofino-1 stateful ALU updates both 32-bit halves of an entry in one access
  * but returns one 32-bit word: a pass that adds returns lanes b, and lanes a
@@ -72,26 +73,37 @@ control Processor(inout bit<32> a, inout bit<32> b, in inca_ig_md_t md)
 		b = lanes_read_b.execute(md.lane_idx);
 	}
 
-	/* One table per lane pair (a stage holds 16 logical tables). */
+	/*
+	 * One table per lane pair (a stage holds 16 logical tables). The
+	 * first pass's operation is settled here by what set_bitmap returned
+	 * (bit 31 of seen is INCA_BITMAP_OPEN, not the sender's), so that the
+	 * lanes start in the stage after set_bitmap's (bitmap.p4).
+	 */
 	table lane {
 		key = {
 			md.lane_op : exact;
+			md.seen : ternary;
 		}
 		actions = {
 			do_write;
 			do_add;
 			do_read_a;
 			do_read_b;
-			@defaultonly NoAction;
+			NoAction;
 		}
 		const entries = {
-			INCA_LANE_WRITE : do_write();
-			INCA_LANE_ADD : do_add();
-			INCA_LANE_READ_A : do_read_a();
-			INCA_LANE_READ_B : do_read_b();
+			(INCA_LANE_WRITE, _) : do_write();
+			(INCA_LANE_ADD, _) : do_add();
+			(INCA_LANE_READ_A, _) : do_read_a();
+			(INCA_LANE_READ_B, _) : do_read_b();
+			(INCA_LANE_FIRST, _) : do_write();
+			(INCA_LANE_SAME, 0 &&& 0x7fffffff) : do_add();
+			(INCA_LANE_SAME, _) : do_read_b();
+			(INCA_LANE_PARENT, 0) : NoAction();
+			(INCA_LANE_PARENT, _) : do_write();
 		}
 		const default_action = NoAction();
-		size = 4;
+		size = 16;
 	}
 
 	apply {

@@ -29,19 +29,20 @@ What it programs (README.md, "Setting up a job"):
     recirculation port) for the home pipe, job_remote(home recirculation
     port) for the others;
   - Ingress.member: (job, rank, IPv4, UDP port) of every member;
-  - Ingress.slot_map: (job, slot, count) -> (pool_index, lane_base);
+  - Ingress.slot_map: (job, slot, count, set) -> (set_index = 2 pool_index
+    + set, lane_idx = the lane entry of the set's group 0);
   - Egress.member_addr: (job, rank) -> the member's MAC, IPv4, UDP port;
   - $pre.node per member (RID = rank, its port) and $pre.mgid = the job's
     group of those nodes;
-  - zeroes the seq, bitmap, remaining count, PARTIAL bit and exponent of
+  - zeroes the seq, bitmap, remaining count and exponent of
     every set of the job's slots: a zeroed set is older than any chunk
     (bitmap.p4);
   - a tree leaf (a "parent": {"ip", "udp_port", "mac", "switch_port", "job",
     "rank", "session"}, as a leaf vector has it): Ingress.uplink (job ->
     leaf_up(the parent's port), or leaf_down without a session),
     Ingress.parent ((parent IPv4, UDP port, VLAN 0, parent job, parent
-    session, pipe) -> from_parent(job, the job's session, members, mgid,
-    home recirculation port), parent_remote elsewhere) and
+    session, pipe) -> from_parent(job, the job's session, members,
+    home recirculation port), in every pipe) and
     Egress.parent_addr (job -> the parent's MAC, IPv4, UDP port, job, this
     leaf's rank, session). switch_ctl.py does the same when it joins a
     parent itself.
@@ -109,7 +110,7 @@ def setup_switch(p4, desc):
     """Switch-wide entries: idempotent, so every job setup may run them."""
     agg = desc['aggregator']
     try:
-        p4.Ingress.agg_addr.add_with_NoAction(ip=ip2int(agg['ip']))
+        p4.Ingress.agg_addr.add_with_is_aggregator(ip=ip2int(agg['ip']))
     except Exception:
         pass   # already there (another job)
     p4.Egress.aggregator.set_default_with_set_source(
@@ -162,12 +163,13 @@ def setup_job(p4, pre, desc):
     bm = p4.Ingress.bitmap
     max_exp = p4.Ingress.bitmap.max_exp
     for slot, pool_index, lane_base in slots:
-        p4.Ingress.slot_map.add_with_slot_entry(job=job, slot=slot, count=j['elems'],
-                                                pool_index=pool_index, lane_base=lane_base)
-        # Both sets zeroed: older than any chunk, so the first
-        # contribution of each starts a use.
         for s in (0, 1):
-            for reg in (bm.set_seq, bm.set_bitmap, bm.remaining, bm.set_partial):
+            p4.Ingress.slot_map.add_with_slot_entry(
+                job=job, slot=slot, count=j['elems'], set=s, set_index=2 * pool_index + s,
+                lane_idx=lane_base + s * ELEMS_STRIDE[j['elems']] // 2)
+            # Both sets zeroed: older than any chunk, so the first
+            # contribution of each starts a use.
+            for reg in (bm.set_seq, bm.set_bitmap, bm.remaining):
                 reg.mod(REGISTER_INDEX=2 * pool_index + s, f1=0)
             max_exp.mod(REGISTER_INDEX=2 * pool_index + s, f1=0)
 
@@ -189,22 +191,18 @@ def setup_job(p4, pre, desc):
 def setup_leaf(p4, desc):
     """A tree leaf's uplink (docs/protocol.md, "Aggregation trees")."""
     j, par = desc['job'], desc['parent']
-    job, home, mgid = j['id'], desc.get('home_pipe', 0), desc.get('mgid', j['id'])
+    job, home = j['id'], desc.get('home_pipe', 0)
     if not par.get('session'):
         p4.Ingress.uplink.add_with_leaf_down(job=job)
         return
     p4.Ingress.uplink.add_with_leaf_up(job=job, port=par['switch_port'])
+    # Every pipe rewrites the parent's RESULT and sends it to the home
+    # pipe, where it is admitted in the leaf job (inca.p4).
     for pipe in desc.get('pipes', [0]):
-        key = dict(ip=ip2int(par['ip']), udp_port=par['udp_port'], vlan=0, job=par['job'],
-                   token=par['session'], pipe=pipe)
-        if pipe == home:
-            p4.Ingress.parent.add_with_from_parent(leaf_job=job, session=data_token(j),
-                                                   members=(1 << j['nworkers']) - 1,
-                                                   mgid=mgid, recirc_port=recirc_port(home),
-                                                   **key)
-        else:
-            p4.Ingress.parent.add_with_parent_remote(home_recirc_port=recirc_port(home),
-                                                     **key)
+        p4.Ingress.parent.add_with_from_parent(
+            leaf_job=job, session=data_token(j), members=(1 << j['nworkers']) - 1,
+            recirc_port=recirc_port(home), ip=ip2int(par['ip']), udp_port=par['udp_port'],
+            vlan=0, job=par['job'], token=par['session'], pipe=pipe)
     p4.Egress.parent_addr.add_with_set_parent(job=job, mac=mac2int(par['mac']),
                                               ip=ip2int(par['ip']), udp_port=par['udp_port'],
                                               parent_job=par['job'], rank=par['rank'],
@@ -222,7 +220,8 @@ def teardown_job(p4, pre, desc):
                                  udp_port=m['udp_port'], vlan=m.get('vlan', 0))
         p4.Egress.member_addr.delete(job=job, rank=m['rank'])
     for slot in range(j['pool_size']):
-        p4.Ingress.slot_map.delete(job=job, slot=slot, count=j['elems'])
+        for s in (0, 1):
+            p4.Ingress.slot_map.delete(job=job, slot=slot, count=j['elems'], set=s)
     pre.mgid.delete(mgid=mgid)
     for m in desc['members']:
         pre.node.delete(multicast_node_id=node_id(job, m['rank']))

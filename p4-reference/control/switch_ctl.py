@@ -296,7 +296,7 @@ class TofinoSwitch:
 
     def setup(self, agg_mac, agg_ip, agg_port, cpu_port, l2):
         ing, egr = self.p4.Ingress, self.p4.Egress
-        ing.agg_addr.add_with_NoAction(ip=ip2int(agg_ip))
+        ing.agg_addr.add_with_is_aggregator(ip=ip2int(agg_ip))
         egr.aggregator.set_default_with_set_source(mac=mac2int(agg_mac), ip=ip2int(agg_ip),
                                                    udp_port=agg_port)
         ing.cpu.set_default_with_to_cpu(port=cpu_port)
@@ -306,10 +306,13 @@ class TofinoSwitch:
             self.p4.IngressParser.recirc_ports.add(f1=self.recirc_port(pipe))
 
     def add_job(self, j):
+        stride = ELEMS_STRIDE[j.elems]
         for s in range(j.pool_size):
-            self.p4.Ingress.slot_map.add_with_slot_entry(
-                job=j.id, slot=s, count=j.elems, pool_index=j.pool_base + s,
-                lane_base=j.lane_base + s * ELEMS_STRIDE[j.elems])
+            for st in (0, 1):
+                self.p4.Ingress.slot_map.add_with_slot_entry(
+                    job=j.id, slot=s, count=j.elems, set=st,
+                    set_index=2 * (j.pool_base + s) + st,
+                    lane_idx=j.lane_base + s * stride + st * stride // 2)
         self.pre.mgid.entry(mgid=j.mgid, multicast_node_id=[],
                             multicast_node_l1_xid_valid=[],
                             multicast_node_l1_xid=[]).push()
@@ -318,7 +321,8 @@ class TofinoSwitch:
         for pipe in self.pipes:
             self.p4.Ingress.job.delete(job=j.id, token=j.session, pipe=pipe)
         for s in range(j.pool_size):
-            self.p4.Ingress.slot_map.delete(job=j.id, slot=s, count=j.elems)
+            for st in (0, 1):
+                self.p4.Ingress.slot_map.delete(job=j.id, slot=s, count=j.elems, set=st)
         self.pre.mgid.delete(mgid=j.mgid)
 
     def set_session(self, j, old, new):
@@ -338,8 +342,7 @@ class TofinoSwitch:
     def zero_sets(self, j):
         bm = self.p4.Ingress.bitmap
         for i in range(2 * j.pool_base, 2 * (j.pool_base + j.pool_size)):
-            for reg in (bm.set_seq, bm.set_bitmap, bm.remaining, bm.set_partial,
-                        bm.max_exp):
+            for reg in (bm.set_seq, bm.set_bitmap, bm.remaining, bm.max_exp):
                 reg.mod(REGISTER_INDEX=i, f1=0)
 
     def set_uplink(self, j, session):
@@ -360,16 +363,14 @@ class TofinoSwitch:
         egr.parent_addr.add_with_set_parent(job=j.id, mac=mac2int(mac_str(p['mac'])), ip=ip,
                                             udp_port=p['udp_port'], parent_job=p['job'],
                                             rank=p['rank'], session=session)
+        # Every pipe rewrites the parent's RESULT into the leaf job and
+        # sends it to the home pipe (inca.p4).
         for pipe in self.pipes:
-            key = dict(ip=ip, udp_port=p['udp_port'], vlan=0, job=p['job'], token=session,
-                       pipe=pipe)
-            if pipe == self.home:
-                ing.parent.add_with_from_parent(leaf_job=j.id, session=j.session,
-                                                members=(1 << j.nworkers) - 1, mgid=j.mgid,
-                                                recirc_port=self.recirc_port(self.home), **key)
-            else:
-                ing.parent.add_with_parent_remote(
-                    home_recirc_port=self.recirc_port(self.home), **key)
+            ing.parent.add_with_from_parent(leaf_job=j.id, session=j.session,
+                                            members=(1 << j.nworkers) - 1,
+                                            recirc_port=self.recirc_port(self.home),
+                                            ip=ip, udp_port=p['udp_port'], vlan=0,
+                                            job=p['job'], token=session, pipe=pipe)
         ing.uplink.add_with_leaf_up(job=j.id, port=p['port'])
 
     def node_id(self, j, rank):

@@ -201,9 +201,14 @@ def check_bfrt(fail, p4_dir, vectors, scenario):
                 'ranks' % (counts.get(('member', 'member_ok')), n))
     fail.expect(counts.get(('member_addr', 'set_member')) == n,
                 'bfrt: member_addr entries != ranks')
-    fail.expect(counts.get(('slot_map', 'slot_entry')) == pool,
-                'bfrt: %s slot entries for %d slots' % (counts.get(('slot_map', 'slot_entry')),
-                                                         pool))
+    fail.expect(counts.get(('slot_map', 'slot_entry')) == 2 * pool,
+                'bfrt: %s slot entries for %d slots of two sets'
+                % (counts.get(('slot_map', 'slot_entry')), pool))
+    sets = sorted(kw['set_index'] for path, _, kw in log
+                  if path[-1:] == ('add_with_slot_entry',))
+    base = 2 * sc.get('pool_base', 0)
+    fail.expect(sets == list(range(base, base + 2 * pool)),
+                'bfrt: slot entries do not cover the sets 2 (pool_base + slot) + set once each')
     fail.expect(counts.get(('job', 'job_home')) == 1, 'bfrt: not one job_home entry')
     fail.expect(sorted(k['multicast_rid'] for k in nodes) == list(range(n)),
                 'bfrt: multicast nodes do not have RID = rank, one per member')
@@ -217,7 +222,7 @@ def check_bfrt(fail, p4_dir, vectors, scenario):
         fail.expect(counts.get(entry, 0) == leaf, 'bfrt: %s %s entries for %d leaf jobs'
                     % (counts.get(entry, 0), '/'.join(entry), leaf))
     zeroed = {path[4] for path, _, _ in log if path[-1:] == ('mod',)}
-    fail.expect(zeroed == {'set_seq', 'set_bitmap', 'remaining', 'set_partial', 'max_exp'},
+    fail.expect(zeroed == {'set_seq', 'set_bitmap', 'remaining', 'max_exp'},
                 'bfrt: registers zeroed: %s' % sorted(zeroed))
 
 
@@ -372,6 +377,78 @@ def check_tofino_ctl(fail, p4_dir, vectors, scenario):
                 'switch_ctl: multicast nodes do not have RID = rank')
 
 
+def check_tofino_uplink(fail, p4_dir):
+    """TofinoSwitch.set_uplink, as switch_ctl.py calls it through a leaf's
+    life: no parent session (leaf_down), a session, the next session after
+    the parent's incarnation changed, none again. Every call must fit
+    inca.p4 (tables, keys, actions, parameters); each session gets one
+    uplink leaf_up entry, one parent_addr entry and a parent entry in every
+    pipe, all carrying it, and the previous session's entries are deleted
+    by their keys."""
+    text = ''.join(strip_comments(open(os.path.join(p4_dir, f)).read()) for f in
+                   ('headers.p4', 'parser.p4', 'bitmap.p4', 'processor.p4', 'next_step.p4',
+                    'inca.p4'))
+    ctl_p4 = p4_controls(text)
+    mod = load_module('switch_ctl', os.path.join(p4_dir, 'control', 'switch_ctl.py'))
+    j = mod.Job({'id': 7, 'token': 0x77, 'nworkers': 3, 'pool_size': 4, 'elems': 64,
+                 'parent': {'ip': '10.0.100.1', 'mac': '02:00:00:00:cc:00', 'port': 3,
+                            'udp_port': 18766, 'job': 70, 'rank': 2, 'nworkers': 4}})
+    j.session = 0x5e55
+    pipes, home = (0, 1), 1
+    ing = ('inca', 'pipe', 'Ingress')
+    egr = ('inca', 'pipe', 'Egress')
+    steps = []
+    for session in (0, 0x1111, 0x2222, 0):
+        log = []
+        sw = mod.TofinoSwitch(Recorder(log), pipes=pipes, home_pipe=home)
+        if steps:
+            j.handles['uplink'] = steps[-1][0]
+        else:
+            j.handles.pop('uplink', None)
+        sw.set_uplink(j, session)
+        check_calls(fail, log, ctl_p4, text)
+        steps.append((session, log))
+    calls = {}
+    for i, (session, log) in enumerate(steps):
+        old = steps[i - 1][0] if i else None
+        adds = [(p[3], p[4], kw) for p, _, kw in log if len(p) == 5 and
+                p[4].startswith('add_with_')]
+        dels = [(p[3], kw) for p, _, kw in log if len(p) == 5 and p[4] == 'delete']
+        calls[session] = (adds, dels)
+        what = 'set_uplink(%#x after %s)' % (session, old if old is None else hex(old))
+        if session == 0:
+            fail.expect([(t, a) for t, a, _ in adds] == [('uplink', 'add_with_leaf_down')] and
+                        adds[0][2] == {'job': 7},
+                        '%s: not one uplink leaf_down entry for the job: %s' % (what, adds))
+        else:
+            ups = [kw for t, a, kw in adds if (t, a) == ('uplink', 'add_with_leaf_up')]
+            fail.expect(ups == [{'job': 7, 'port': 3}],
+                        '%s: uplink leaf_up entries %s' % (what, ups))
+            pa = [kw for t, a, kw in adds if (t, a) == ('parent_addr', 'add_with_set_parent')]
+            fail.expect(len(pa) == 1 and pa[0]['session'] == session and
+                        pa[0]['parent_job'] == 70 and pa[0]['rank'] == 2 and
+                        pa[0]['ip'] == 0x0a006401 and pa[0]['udp_port'] == 18766 and
+                        pa[0]['mac'] == 0x02000000cc00,
+                        '%s: parent_addr entries %s' % (what, pa))
+            fp = [kw for t, a, kw in adds if (t, a) == ('parent', 'add_with_from_parent')]
+            fail.expect(sorted(kw['pipe'] for kw in fp) == list(pipes) and
+                        all(kw['token'] == session and kw['job'] == 70 and kw['vlan'] == 0 and
+                            kw['leaf_job'] == 7 and kw['session'] == 0x5e55 and
+                            kw['members'] == 0x7 and kw['recirc_port'] == (home << 7 | 68)
+                            for kw in fp),
+                        '%s: parent entries %s' % (what, fp))
+        want_dels = []
+        if old is not None:
+            want_dels.append(('uplink', {'job': 7}))
+        if old:
+            for pipe in pipes:
+                want_dels.append(('parent', {'ip': 0x0a006401, 'udp_port': 18766, 'vlan': 0,
+                                             'job': 70, 'token': old, 'pipe': pipe}))
+            want_dels.append(('parent_addr', {'job': 7}))
+        fail.expect(sorted(dels, key=repr) == sorted(want_dels, key=repr),
+                    '%s: deleted %s, want %s' % (what, dels, want_dels))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--p4-dir', required=True)
@@ -382,6 +459,7 @@ def main():
         check_bfrt(fail, args.p4_dir, args.vectors, scenario)
         check_cli(fail, args.p4_dir, args.vectors, scenario)
     check_tofino_ctl(fail, args.p4_dir, args.vectors, 'sum2')
+    check_tofino_uplink(fail, args.p4_dir)
     for f in fail.items:
         print('FAIL: ' + f)
     print('%d checks, %d failed' % (fail.checks, len(fail.items)))
