@@ -101,7 +101,7 @@ def classify_msg(m, max_elems):
         return 'DTYPE'
     if h['op'] not in P.OP.values():
         return 'OP'
-    if h['flags'] & 0xf0:
+    if h['flags'] & ~F_MASK:
         return 'FLAGS'
     if h['rank'] >= 32:
         return 'RANK'
@@ -111,7 +111,7 @@ def classify_msg(m, max_elems):
         size = P.DTYPE_SIZE[h['dtype']]
         if h['count'] == 0 or h['count'] > min(max_elems, 4096) or h['count'] * size > 8192:
             return 'COUNT'
-        if len(body) != h['count'] * size:
+        if len(body) != (0 if h['flags'] & F_BRIEF else h['count'] * size):
             return 'LEN'
     else:
         if h['count'] != 0:
@@ -134,7 +134,32 @@ def classify_msg(m, max_elems):
             return 'CTRL_FIELD'
     if h['flags'] & P.F_BFP and h['dtype'] != P.DTYPE['INT32']:
         return 'BFP_DTYPE'
+    if h['type'] in DATA and not route_ok(h):
+        return 'ROUTE'
     return None
+
+
+# The flags of routed chunks (docs/protocol.md, "Routed chunks").
+F_ROUTED, F_GATHER, F_BRIEF, F_MASK = 0x10, 0x20, 0x40, 0x7f
+
+
+def route_ok(h):
+    """The ROUTE check of a data message: GATHER and BRIEF only with
+    ROUTED, never GATHER with BFP; a CONTRIB names one root in its bitmap,
+    and of a gathered chunk only the root sends elements."""
+    f = h['flags']
+    if not f & F_ROUTED:
+        return not f & (F_GATHER | F_BRIEF)
+    if f & F_GATHER and f & P.F_BFP:
+        return False
+    if h['type'] != P.MSG['CONTRIB']:
+        return True
+    b = h['bitmap']
+    if b == 0 or b & (b - 1):
+        return False
+    if not f & F_GATHER:
+        return not f & F_BRIEF
+    return (not f & F_BRIEF) if b == 1 << h['rank'] else bool(f & F_BRIEF)
 
 
 def kernel_holds(fr):

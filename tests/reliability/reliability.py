@@ -1267,8 +1267,10 @@ def hostile_frames(a, max_elems, rnd, K):
                            ctrl_msg('HELLO', 1, 0, tok)[2:], sport=sp), 'wire/TYPE')
         add('msg_dtype', uf(contrib(1, 0, tok, seq, dtype=7), sport=sp), 'wire/DTYPE')
         add('msg_op', uf(contrib(1, 0, tok, seq, op=9), sport=sp), 'wire/OP')
-        add('msg_flags', uf(F.msg(good[P.HDR_LEN:], **dict(P.hdr_unpack(good), flags=0x40)),
+        add('msg_flags', uf(F.msg(good[P.HDR_LEN:], **dict(P.hdr_unpack(good), flags=0x80)),
                             sport=sp), 'wire/FLAGS')
+        add('msg_route', uf(F.msg(good[P.HDR_LEN:], **dict(P.hdr_unpack(good), flags=0x20)),
+                            sport=sp), 'wire/ROUTE')
         add('msg_rank', uf(contrib(1, 40, tok, seq), sport=sp), 'wire/RANK')
         add('msg_job0', uf(contrib(0, 0, tok, seq), sport=sp), 'wire/JOB')
         add('msg_count0', uf(F.msg(b'', **dict(P.hdr_unpack(good), count=0)), sport=sp),
