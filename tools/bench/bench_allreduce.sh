@@ -453,7 +453,7 @@ style_of()
 	inca-s[0-9]) echo "INCA, ${1#inca-s} stripes\" with linespoints lw 2 pt 11 lc rgb \"gray30" ;;
 	ompi-ring) echo 'Open MPI ring" with linespoints lw 2 pt 5 lc rgb "#d62728' ;;
 	ompi-default) echo 'Open MPI default" with linespoints lw 2 pt 9 lc rgb "#ff7f0e' ;;
-	*) echo "$1\" with linespoints lw 2" ;;
+	*) echo "$1\" with linespoints lw 2 lc rgb \"gray50" ;;
 	esac
 }
 

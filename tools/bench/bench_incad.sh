@@ -43,6 +43,12 @@
 # every run: on a shared host they show what a change to the per-frame
 # path saved when a rate cannot. incad's functions are listed by their
 # --callgrind-out FILE keeps the dump (callgrind_annotate --inclusive=yes FILE).
+# Since JOIN and LEAVE run on incad's control thread, which valgrind
+# schedules one thread at a time (also with --fair-sched=yes), the thread
+# answers a cycle's JOINs late and most frames are counted as held drops
+# (CTRL_HOLD_FULL, ~14 instructions in incad_ctrl_hold): the count per frame
+# then says little about the frame path (1016 on 2026-12-04, against 2026
+# measured before the control thread).
 # share. valgrind emulates no AVX-512, so the AVX2 versions run.
 #
 # --roce also runs incad on the same cycle as RoCEv2 members send it (JOIN
