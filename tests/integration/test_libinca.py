@@ -282,44 +282,42 @@ def test_libinca_wrong_token():
         check(dt < 30, 'took %.1f s', dt)
 
 
-def test_libinca_fallback():
-    """incad is killed while the workers stream, and started again later:
-    every iteration is still exact (through the TCP host allreduce of
-    inca-bench, then through incad again after the workers rejoin).
-    Aggregator mode, so that workers reach each other without incad."""
-    n = 4
-    with Rack('libfb', workers=n, mode='aggregator') as rack:
-        first = Incad(rack, INCAD, conf_args=['--jobs', '1', '--nworkers', str(n)])
+def across_restart(tag, n, runs):
+    """inca-bench workers of each (job, args) in @runs, n ranks each, in an
+    aggregator-mode rack while incad is killed with SIGKILL and started
+    again: every worker must exit 0. Their standard outputs, in order."""
+    jobs = str(len(runs))
+    with Rack(tag, workers=n, mode='aggregator') as rack:
+        first = Incad(rack, INCAD, conf_args=['--jobs', jobs, '--nworkers', str(n)])
         first.start()
         first.wait_ready()
         second = None
-        args = ['-d', 'int32,fp32,bf16', '-o', 'sum', '-s', '262145', '-i', '300', '-x', '0',
-                '--verify-each', '--in-place', '-G', '1000',
-                '--fallback-tcp', '%s:7777' % rack.worker_ips[0]]
         procs = []
         env = dict(os.environ, INCA_PROBE_EVERY='16')
         try:
-            for rank in range(n):
-                procs.append(rack.popen(rank, bench_argv(rack, 1, rank, n, args),
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True, env=env))
+            for k, (job, args) in enumerate(runs):
+                args = args + ['--fallback-tcp', '%s:%d' % (rack.worker_ips[0], 7777 + k)]
+                for rank in range(n):
+                    procs.append(rack.popen(rank, bench_argv(rack, job, rank, n, args),
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            text=True, env=env))
             time.sleep(2.0)
             check(all(p.poll() is None for p in procs), 'a worker ended before the kill')
             log('killing incad')
             first.stop(signal.SIGKILL)
             time.sleep(2.5)
             log('starting incad again')
-            second = Incad(rack, INCAD, conf_args=['--jobs', '1', '--nworkers', str(n)])
+            second = Incad(rack, INCAD, conf_args=['--jobs', jobs, '--nworkers', str(n)])
             second.start()
             second.wait_ready(node=0)
             outs = []
-            for rank, p in enumerate(procs):
+            for i, p in enumerate(procs):
                 so, se = p.communicate(timeout=240)
                 if se:
-                    log('rank %d stderr: %s' % (rank, se.strip()[-2000:]))
-                check(p.returncode == 0, 'rank %d: exit status %d', rank, p.returncode)
+                    log('worker %d stderr: %s' % (i, se.strip()[-2000:]))
+                check(p.returncode == 0, 'worker %d: exit status %d', i, p.returncode)
                 outs.append(so)
-            out = json.loads(outs[0])
+            return outs
         finally:
             for p in procs:
                 if p.poll() is None:
@@ -328,13 +326,23 @@ def test_libinca_fallback():
             if second is not None:
                 second.__exit__(None, None, None)
             first.__exit__(None, None, None)
-        for r in out['results']:
-            check(r['errors'] == 0, '%s %d bytes: %d wrong', r['dtype'], r['bytes'], r['errors'])
-        st = out['stats']
-        log('stats of rank 0: %s' % st)
-        check(st['recoveries'] >= 1, 'never fell back: %s', st)
-        check(st['fallback_collectives'] > 0, 'no collective through the fallback: %s', st)
-        check(st['rejoins'] >= 1, 'never returned to incad: %s', st)
+
+
+def test_libinca_fallback():
+    """incad is killed while the workers stream, and started again later:
+    every iteration is still exact (through the TCP host allreduce of
+    inca-bench, then through incad again after the workers rejoin).
+    Aggregator mode, so that workers reach each other without incad."""
+    out = json.loads(across_restart('libfb', 4, [(1, [
+        '-d', 'int32,fp32,bf16', '-o', 'sum', '-s', '262145', '-i', '300', '-x', '0',
+        '--verify-each', '--in-place', '-G', '1000'])])[0])
+    for r in out['results']:
+        check(r['errors'] == 0, '%s %d bytes: %d wrong', r['dtype'], r['bytes'], r['errors'])
+    st = out['stats']
+    log('stats of rank 0: %s' % st)
+    check(st['recoveries'] >= 1, 'never fell back: %s', st)
+    check(st['fallback_collectives'] > 0, 'no collective through the fallback: %s', st)
+    check(st['rejoins'] >= 1, 'never returned to incad: %s', st)
 
 
 def test_libinca_routed():
@@ -380,56 +388,20 @@ def test_libinca_routed_fallback():
     all-gathers, and started again: every iteration exact, through the TCP
     host allreduce and then incad again."""
     n = 4
-    with Rack('librtfb', workers=n, mode='aggregator') as rack:
-        first = Incad(rack, INCAD, conf_args=['--jobs', '2', '--nworkers', str(n)])
-        first.start()
-        first.wait_ready()
-        second = None
-        procs = []
-        env = dict(os.environ, INCA_PROBE_EVERY='16')
-        try:
-            for k, coll in enumerate(('reduce_scatter', 'allgather')):
-                args = ['-C', coll, '-d', 'int32,fp32', '-o', 'sum', '-s', '262144',
-                        '-i', '200', '-x', '0', '--verify-each', '-G', '1000',
-                        '--fallback-tcp', '%s:%d' % (rack.worker_ips[0], 7777 + k)]
-                for rank in range(n):
-                    procs.append(rack.popen(rank, bench_argv(rack, 1 + k, rank, n, args),
-                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                            text=True, env=env))
-            time.sleep(2.0)
-            check(all(p.poll() is None for p in procs), 'a worker ended before the kill')
-            log('killing incad')
-            first.stop(signal.SIGKILL)
-            time.sleep(2.5)
-            log('starting incad again')
-            second = Incad(rack, INCAD, conf_args=['--jobs', '2', '--nworkers', str(n)])
-            second.start()
-            second.wait_ready(node=0)
-            outs = []
-            for i, p in enumerate(procs):
-                so, se = p.communicate(timeout=240)
-                if se:
-                    log('worker %d stderr: %s' % (i, se.strip()[-2000:]))
-                check(p.returncode == 0, 'worker %d: exit status %d', i, p.returncode)
-                outs.append(so)
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            if second is not None:
-                second.__exit__(None, None, None)
-            first.__exit__(None, None, None)
-        for k in (0, n):
-            out = json.loads(outs[k])
-            for r in out['results']:
-                check(r['errors'] == 0, '%s %s %d bytes: %d wrong', r['collective'],
-                      r['dtype'], r['bytes'], r['errors'])
-            st = out['stats']
-            log('%s: stats of rank 0: %s' % (out['results'][0]['collective'], st))
-            check(st['recoveries'] >= 1, 'never fell back: %s', st)
-            check(st['fallback_collectives'] > 0, 'no collective through the fallback: %s',
-                  st)
+    outs = across_restart('librtfb', n, [
+        (1 + k, ['-C', coll, '-d', 'int32,fp32', '-o', 'sum', '-s', '262144', '-i', '200',
+                 '-x', '0', '--verify-each', '-G', '1000'])
+        for k, coll in enumerate(('reduce_scatter', 'allgather'))])
+    for k in (0, n):
+        out = json.loads(outs[k])
+        for r in out['results']:
+            check(r['errors'] == 0, '%s %s %d bytes: %d wrong', r['collective'],
+                  r['dtype'], r['bytes'], r['errors'])
+        st = out['stats']
+        log('%s: stats of rank 0: %s' % (out['results'][0]['collective'], st))
+        check(st['recoveries'] >= 1, 'never fell back: %s', st)
+        check(st['fallback_collectives'] > 0, 'no collective through the fallback: %s',
+              st)
 
 
 TESTS = {name[5:]: fn for name, fn in globals().items() if name.startswith('test_')}
