@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.normpath(os.path.join(HERE, '..', '..'))
@@ -27,6 +28,38 @@ _seq = [0]
 
 class Failed(Exception):
     """A test's expectation did not hold (the message says which)."""
+
+
+class Skip(Exception):
+    """The test cannot run here (a prerequisite is missing): exit 77."""
+
+
+def run_test(name, fn):
+    """Run test @fn as the main program does: SIGTERM (meson's timeout) and
+    SIGINT unwind through the test's 'with' blocks, so that racks are
+    removed and incads stopped; PASS, FAIL or SKIP logged with the time.
+    The exit status: 0, 1, or 77 for Skip."""
+    if os.geteuid() != 0:
+        log('integration tests need root (network namespaces)')
+        return 1
+
+    def stop(sig, frame):
+        raise Failed('stopped by signal %d' % sig)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    t0 = time.monotonic()
+    try:
+        fn()
+    except Skip as e:
+        log('SKIP %s: %s' % (name, e))
+        return 77
+    except Exception as e:
+        if not isinstance(e, Failed):
+            traceback.print_exc()
+        log('FAIL %s: %s (%.1f s)' % (name, e, time.monotonic() - t0))
+        return 1
+    log('PASS %s (%.1f s)' % (name, time.monotonic() - t0))
+    return 0
 
 
 def check(cond, msg, *a):

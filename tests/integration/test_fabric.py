@@ -26,23 +26,19 @@ ends. Exit status 0: passed; 1: failed.
 import argparse
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from harness import RACK, Failed, Rack, Incad, check, log, unique_name  # noqa: E402
+from harness import RACK, Failed, Rack, Incad, Skip, check, log, run_test, unique_name  # noqa: E402
 import test_libinca as L  # noqa: E402  (run_benches, check_sweep, SIZES)
 
 INCAD = MPI_BENCH = None
 
 
-class Skip(Exception):
-    """What the case needs is not built here (meson: exit status 77)."""
 STATE_DIR = os.environ.get('RACK_STATE_DIR', '/run/inca-rack')
 
 
@@ -240,29 +236,7 @@ def main():
     INCAD = L.INCAD = os.path.abspath(a.incad)
     L.BENCH = os.path.abspath(a.bench)
     MPI_BENCH = a.mpi_bench and os.path.abspath(a.mpi_bench)
-    if os.geteuid() != 0:
-        log('integration tests need root (network namespaces)')
-        return 1
-
-    # meson stops an overrunning test with SIGTERM: unwind so that the
-    # 'with' blocks remove the fabric and stop the incads.
-    def stop(sig, frame):
-        raise Failed('stopped by signal %d' % sig)
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    t0 = time.monotonic()
-    try:
-        TESTS[a.test]()
-    except Skip as e:
-        log('SKIP %s: %s' % (a.test, e))
-        return 77
-    except Exception as e:
-        if not isinstance(e, Failed):
-            traceback.print_exc()
-        log('FAIL %s: %s (%.1f s)' % (a.test, e, time.monotonic() - t0))
-        return 1
-    log('PASS %s (%.1f s)' % (a.test, time.monotonic() - t0))
-    return 0
+    return run_test(a.test, TESTS[a.test])
 
 
 if __name__ == '__main__':

@@ -19,10 +19,9 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Failed, Rack, Incad, check, log  # noqa: E402
+from harness import Rack, Incad, check, log, run_test  # noqa: E402
 
 TOKEN = 0x494E4341  # tools/rack conf: job 1's token; job 1 + k has TOKEN + k
 # Byte sizes, not multiples of a chunk: 1 element, a few, just over one
@@ -416,26 +415,7 @@ def main():
     a = ap.parse_args()
     INCAD = os.path.abspath(a.incad)
     BENCH = os.path.abspath(a.bench)
-    if os.geteuid() != 0:
-        log('integration tests need root (network namespaces)')
-        return 1
-
-    # meson stops an overrunning test with SIGTERM: unwind so that the
-    # 'with' blocks remove the rack and stop incad.
-    def stop(sig, frame):
-        raise Failed('stopped by signal %d' % sig)
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    t0 = time.monotonic()
-    try:
-        TESTS[a.test]()
-    except Exception as e:
-        if not isinstance(e, Failed):
-            traceback.print_exc()
-        log('FAIL %s: %s (%.1f s)' % (a.test, e, time.monotonic() - t0))
-        return 1
-    log('PASS %s (%.1f s)' % (a.test, time.monotonic() - t0))
-    return 0
+    return run_test(a.test, TESTS[a.test])
 
 
 if __name__ == '__main__':
