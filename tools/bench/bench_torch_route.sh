@@ -74,14 +74,7 @@ ports = ( { name = "p0"; devargs = "net_af_packet0,iface=eth0,qdisc_bypass=0";
 tenants = ( { name = "bench"; token = 0x494e4341; job_ids = [1, 1]; } );
 jobs = ( { id = 1; tenant = "bench"; nworkers = $NP; } );
 EOF
-ip netns exec "$NAME-agg" "$INCAD" --no-huge -m 512 --no-pci --file-prefix "$NAME" -l 0 \
-	--log-level lib.eal:error -- -c "$TMP/incad.conf" >"$TMP/incad.log" 2>&1 &
-INCAD_PID=$!
-for _ in $(seq 1 100); do
-	[ -S /var/run/dpdk/"$NAME"/dpdk_telemetry.v2 ] && break
-	kill -0 "$INCAD_PID" 2>/dev/null || { cat "$TMP/incad.log" >&2; exit 1; }
-	sleep 0.2
-done
+start_incad "$NAME-agg" "$TMP/incad.conf" "$NAME" "$TMP/incad.log"
 sleep 0.5
 
 echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)," \

@@ -43,3 +43,21 @@ stop_incad()
 	wait "$INCAD_PID" 2>/dev/null
 	INCAD_PID=
 }
+
+# Start incad in namespace NS with config CONF and DPDK file prefix PREFIX,
+# its output in LOG; sets INCAD_PID and returns once its telemetry socket
+# exists (at most 20 s, then the script dies with incad's log).
+start_incad()
+{
+	local ns=$1 conf=$2 prefix=$3 out=$4 _
+	ip netns exec "$ns" "$INCAD" --no-huge -m 512 --no-pci --file-prefix "$prefix" -l 0 \
+		--log-level lib.eal:error -- -c "$conf" >"$out" 2>&1 &
+	INCAD_PID=$!
+	for _ in $(seq 1 100); do
+		[ -S /var/run/dpdk/"$prefix"/dpdk_telemetry.v2 ] && return 0
+		kill -0 "$INCAD_PID" 2>/dev/null || { cat "$out" >&2; die "incad did not start"; }
+		sleep 0.2
+	done
+	cat "$out" >&2
+	die "incad's telemetry socket did not appear within 20 s"
+}
