@@ -35,7 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'integrations', 'torch'))
 sys.path.insert(0, HERE)
 from train_check import BATCH, CLASSES, FEATURES, HIDDEN, SAMPLES, make_data, \
-    mean_loss, spawn  # noqa: E402
+    finish, mean_loss, spawn  # noqa: E402
 
 RO = dist.ReduceOp
 N = 3001  # odd: fp16/bf16 buffers that are not a multiple of 4 bytes
@@ -227,12 +227,7 @@ def worker(rank, world, port, a):
                    identical=all(torch.equal(every[0], e) for e in every),
                    stats1=inca_torch.stats())
         del model, opt, net
-    outs = [None] * world
-    dist.all_gather_object(outs, out)
-    inca_torch.shutdown()
-    if rank == 0:
-        torch.save(outs, a.out)
-    dist.destroy_process_group()
+    finish(out, a.out)
 
 
 def main():

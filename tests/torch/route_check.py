@@ -27,7 +27,7 @@ import torch.distributed as dist
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'integrations', 'torch'))
 sys.path.insert(0, HERE)
-from train_check import spawn  # noqa: E402
+from train_check import finish, spawn  # noqa: E402
 
 # (kind, bytes through INCA per rank, for a world of w): the selector's
 # classes are (kind, log2 of the bytes).
@@ -116,12 +116,7 @@ def worker(rank, world, port, a):
         one_round(rank, world, rnd, ref, note)
     pg = dist.distributed_c10d._get_default_group()
     out = {'errors': errors, 'stats': inca_torch.stats(), 'decisions': pg.route_decisions()}
-    outs = [None] * world
-    dist.all_gather_object(outs, out)
-    inca_torch.shutdown()
-    if rank == 0:
-        torch.save(outs, a.out)
-    dist.destroy_process_group()
+    finish(out, a.out)
 
 
 def main():

@@ -41,7 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'integrations', 'torch'))
 sys.path.insert(0, HERE)
 from train_check import BATCH, CLASSES, FEATURES, HIDDEN, SAMPLES, make_data, \
-    mean_loss, spawn  # noqa: E402
+    finish, mean_loss, spawn  # noqa: E402
 
 LR, MOMENTUM = 0.05, 0.9
 
@@ -105,13 +105,7 @@ def worker(rank, world, port, a):
 
     out = {'rank': rank, 'params': full[:n].clone(), 'losses': losses,
            'stats0': stats0, 'stats1': inca_torch.stats() if a.backend == 'inca' else None}
-    outs = [None] * world
-    dist.all_gather_object(outs, out)
-    if a.backend == 'inca':
-        inca_torch.shutdown()
-    if rank == 0:
-        torch.save(outs, a.out)
-    dist.destroy_process_group()
+    finish(out, a.out)
 
 
 def main():

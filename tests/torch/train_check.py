@@ -128,6 +128,19 @@ def worker(rank, world, port, mode, steps, out):
     dist.destroy_process_group()
 
 
+def finish(out, path):
+    """The end of a check's worker: every rank's @out gathered, the INCA
+    job left (inca_torch.shutdown(): nothing on another backend), rank 0
+    saves the list to @path, and the group is destroyed."""
+    import inca_torch
+    outs = [None] * dist.get_world_size()
+    dist.all_gather_object(outs, out)
+    inca_torch.shutdown()
+    if dist.get_rank() == 0:
+        torch.save(outs, path)
+    dist.destroy_process_group()
+
+
 def spawn(worker, world, *args):
     """worker(rank, world, port, *args) in @world processes, with a free
     loopback port for the default group's rendezvous."""
