@@ -69,6 +69,19 @@ st16(void *p, uint16_t v)
 	memcpy(p, &v, 2);
 }
 
+/* Host to network order of a 64-bit element, and back (the same swap). */
+static inline uint64_t
+swap64(const void *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
 static inline uint32_t
 f2u(float f)
 {
@@ -300,6 +313,15 @@ li_encode(void *dst, const void *src, size_t count, unsigned dtype, unsigned op,
 			st16(d + 2 * i, src ? htons(ld16(s + 2 * i)) : 0);
 		return count * 2;
 	}
+	if (inca_dtype_size(dtype) == 8) {
+		/* INT64 and FP64 travel only natively: bits unchanged. */
+		for (i = 0; i < count; i++) {
+			uint64_t v = src ? swap64(s + 8 * i) : 0;
+
+			memcpy(d + 8 * i, &v, 8);
+		}
+		return count * 8;
+	}
 	for (i = 0; i < count; i++)
 		st32(d + 4 * i, src ? htonl(ld32(s + 4 * i)) : 0);
 	return count * 4;
@@ -339,6 +361,14 @@ li_decode(void *dst, const void *wire, size_t count, unsigned dtype, unsigned op
 	if (inca_dtype_size(dtype) == 2) {
 		for (i = 0; i < count; i++)
 			st16(d + 2 * i, ntohs(ld16(w + 2 * i)));
+		return;
+	}
+	if (inca_dtype_size(dtype) == 8) {
+		for (i = 0; i < count; i++) {
+			uint64_t v = swap64(w + 8 * i);
+
+			memcpy(d + 8 * i, &v, 8);
+		}
 		return;
 	}
 	for (i = 0; i < count; i++)

@@ -195,7 +195,10 @@ li_req_layout(struct inca_comm *c, struct li_req *r)
 	}
 	wsize = inca_dtype_size(r->wire_dtype);
 	room = c->max_payload ? c->max_payload : 4;
-	elems = c->max_elems ? c->max_elems : 1;
+	/* A 64-bit element takes two of the set's max_elems 32-bit lanes. */
+	elems = c->max_elems ? c->max_elems / inca_dtype_lanes(r->wire_dtype) : 1;
+	if (elems == 0)
+		elems = 1;
 	if (elems > room / wsize)
 		elems = room / wsize;
 	r->chunk_elems = elems;
@@ -409,17 +412,18 @@ emit(struct inca_comm *c, struct li_chunk *e, bool retx)
 		plen = li_encode(buf + INCA_HDR_LEN, src ? src + off * us : NULL, cnt, r->dtype,
 				 r->op, r->mode, e->exp_used, c->o.size, avail);
 	}
-	if ((c->caps & INCA_CAP_FIXED_COUNT) && m.count < c->max_elems &&
-	    !(m.flags & INCA_F_BRIEF)) {
+	if ((c->caps & INCA_CAP_FIXED_COUNT) &&
+	    m.count < c->max_elems / inca_dtype_lanes(m.dtype) && !(m.flags & INCA_F_BRIEF)) {
 		/* A switch counts only its payload class: zeros, neutral for
-		 * SUM, up to max_elems (the RESULT's extra elements are not
-		 * read). */
-		size_t full = (size_t)c->max_elems * inca_dtype_size(m.dtype);
+		 * SUM, up to max_elems lanes (the RESULT's extra elements are
+		 * not read). */
+		unsigned fixed = c->max_elems / inca_dtype_lanes(m.dtype);
+		size_t full = (size_t)fixed * inca_dtype_size(m.dtype);
 
 		if (full > plen && full <= c->max_payload) {
 			memset(buf + INCA_HDR_LEN + plen, 0, full - plen);
 			plen = full;
-			m.count = c->max_elems;
+			m.count = (uint16_t)fixed;
 		}
 	}
 	inca_hdr_encode(&m, buf);

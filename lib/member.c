@@ -80,6 +80,9 @@ ctrl_request(const struct inca_comm *c, struct inca_ctrl_info *ci, bool join, bo
 	ci->dtypes = 1u << INCA_DTYPE_INT32;
 	if (c->float_native)
 		ci->dtypes = c->agg_dtypes;
+	/* The 64-bit types go natively or not at all (INCA_ENOTSUP: the
+	 * caller's host collective), whatever float_mode says. */
+	ci->dtypes |= c->agg_dtypes & (1u << INCA_DTYPE_INT64 | 1u << INCA_DTYPE_FP64);
 	ci->ops = c->agg_ops & ((1u << INCA_OP_COUNT) - 1);
 	ci->nworkers = c->wsize;
 	ci->pool_size = c->o.pool_size;

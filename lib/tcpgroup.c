@@ -397,6 +397,55 @@ iop(int32_t a, int32_t b, unsigned op)
 	}
 }
 
+static int64_t
+lop(int64_t a, int64_t b, unsigned op)
+{
+	switch (op) {
+	case INCA_OP_MIN:
+		return b < a ? b : a;
+	case INCA_OP_MAX:
+		return b > a ? b : a;
+	default:
+		return (int64_t)((uint64_t)a + (uint64_t)b);
+	}
+}
+
+/* binary64 bits as int64 in the total order (-0 below +0); its own inverse. */
+static inline int64_t
+dkey(int64_t s)
+{
+	return s ^ (int64_t)((uint64_t)(s >> 63) >> 1);
+}
+
+/*
+ * The aggregator's FP64 rules (docs/protocol.md, "Semantics"): NaN wins
+ * and is the canonical one, min/max order -0 below +0, sums round once
+ * per addition. In rank order, so one order of the aggregator's.
+ */
+static uint64_t
+dop(uint64_t a, uint64_t b, unsigned op)
+{
+	const uint64_t nan = UINT64_C(0x7ff8000000000000);
+	int64_t ka, kb;
+	double x, y;
+
+	if ((a & INT64_MAX) > UINT64_C(0x7ff0000000000000) ||
+	    (b & INT64_MAX) > UINT64_C(0x7ff0000000000000))
+		return nan;
+	if (op == INCA_OP_SUM) {
+		memcpy(&x, &a, 8);
+		memcpy(&y, &b, 8);
+		x += y;
+		memcpy(&a, &x, 8);
+		return (a & INT64_MAX) > UINT64_C(0x7ff0000000000000) ? nan : a;
+	}
+	ka = dkey((int64_t)a);
+	kb = dkey((int64_t)b);
+	if (op == INCA_OP_MIN)
+		return (uint64_t)dkey(kb < ka ? kb : ka);
+	return (uint64_t)dkey(kb > ka ? kb : ka);
+}
+
 int
 inca_tcp_group_allreduce(void *ctx, const struct inca_fallback_args *a)
 {
@@ -425,7 +474,20 @@ inca_tcp_group_allreduce(void *ctx, const struct inca_fallback_args *a)
 		return ret;
 	/* In rank order on every rank: bit-identical results everywhere. */
 	for (i = 0; i < a->count; i++) {
-		if (a->dtype == INCA_DTYPE_INT32) {
+		if (a->dtype == INCA_DTYPE_INT64 || a->dtype == INCA_DTYPE_FP64) {
+			uint64_t acc, x;
+
+			memcpy(&acc, all + 8 * i, 8);
+			for (r = 1; r < g->size; r++) {
+				memcpy(&x, all + (size_t)r * bytes + 8 * i, 8);
+				acc = a->dtype == INCA_DTYPE_INT64 ?
+				      (uint64_t)lop((int64_t)acc, (int64_t)x, a->op) :
+				      dop(acc, x, a->op);
+			}
+			if (a->dtype == INCA_DTYPE_FP64 && g->size == 1)
+				acc = dop(acc, acc, INCA_OP_MIN); /* canonical NaN */
+			memcpy((uint8_t *)a->recvbuf + 8 * i, &acc, 8);
+		} else if (a->dtype == INCA_DTYPE_INT32) {
 			int32_t acc, x;
 
 			memcpy(&acc, all + 4 * i, 4);

@@ -71,8 +71,10 @@ static const char *const dtype_names[INCA_DTYPE_COUNT] = {
 	[INCA_DTYPE_FP32] = "fp32",
 	[INCA_DTYPE_FP16] = "fp16",
 	[INCA_DTYPE_BF16] = "bf16",
+	[INCA_DTYPE_INT64] = "int64",
+	[INCA_DTYPE_FP64] = "fp64",
 };
-_Static_assert(INCA_DTYPE_COUNT == 4, "add the new data type to dtype_names");
+_Static_assert(INCA_DTYPE_COUNT == 6, "add the new data type to dtype_names");
 
 static const char *const op_names[INCA_OP_COUNT] = {
 	[INCA_OP_SUM] = "sum",
@@ -323,7 +325,7 @@ inca_msg_decode(const void *buf, size_t len, unsigned max_elems, struct inca_msg
 		limit = max_elems == 0 || max_elems > INCA_MAX_ELEMS ?
 			INCA_MAX_ELEMS : max_elems;
 		size = inca_dtype_size(m->dtype);
-		if (m->count == 0 || m->count > limit ||
+		if (m->count == 0 || m->count * inca_dtype_lanes(m->dtype) > limit ||
 		    m->count * size > INCA_MAX_PAYLOAD_BYTES)
 			return INCA_WIRE_COUNT;
 		if (m->body_len != ((m->flags & INCA_F_BRIEF) ? 0 : m->count * size))

@@ -413,7 +413,7 @@ agg_contribute(struct agg_job *j, const struct inca_msg *m, struct agg_out *out)
 		return drop(out, AGG_DROP_DTYPE);
 	if (unlikely(m->op >= INCA_OP_COUNT || !(p->ops & (1u << m->op))))
 		return drop(out, AGG_DROP_OP);
-	if (unlikely(m->count > p->max_elems))
+	if (unlikely((unsigned)m->count * inca_dtype_lanes(m->dtype) > p->max_elems))
 		return drop(out, AGG_DROP_TOO_LARGE);
 	/*
 	 * inca_msg_decode() rules these out; checked again because the

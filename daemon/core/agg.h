@@ -62,7 +62,8 @@ enum agg_set_state {
  * One shadow set of a slot. Cache-line aligned so that slots owned by
  * different lcores never share a line. acc points into the job's
  * accumulator memory: max_elems 32-bit lanes in host order (int32_t for
- * INT32, float for FP32, FP16 and BF16).
+ * INT32, float for FP32, FP16 and BF16; a pair of lanes holding one int64_t
+ * or double for INT64 and FP64, so at most max_elems / 2 of those).
  */
 struct agg_set {
 	uint32_t bitmap;    /* ranks counted in the current use */
@@ -176,7 +177,8 @@ unsigned agg_job_busy_slots(const struct agg_job *j);
  *
  * Job checks come first, in this order, each its own drop reason: type
  * CONTRIB, token, rank admitted (members) and < nworkers, slot < pool_size,
- * dtype and op allowed, count <= max_elems, count and body length
+ * dtype and op allowed, count * lanes <= max_elems (a 64-bit element takes
+ * two lanes), count and body length
  * consistent (MALFORMED: decode already guarantees it), BFP only on INT32
  * (DTYPE). Without seq_check (the Tofino subset) seq is never compared: a
  * COMPLETE set answers a set bit with a replay and a clear bit with a new

@@ -3,7 +3,8 @@
  */
 
 /*
- * Aggregation kernels. Three families live here:
+ * Aggregation kernels. Three families live here (and one set of plain
+ * loops for the 64-bit dtypes, which every family shares):
  *
  *  - agg_ref_*: one element at a time, written from the specification with
  *    libm (ldexpf, rintf) rather than bit tricks, so that tests have
@@ -52,6 +53,7 @@
 #define CANON_NAN32 0x7fc00000u
 #define CANON_NAN16 0x7e00u
 #define CANON_NANBF 0x7fc0u
+#define CANON_NAN64 UINT64_C(0x7ff8000000000000)
 
 /* ---- byte order and bit casts ---------------------------------------- */
 
@@ -114,6 +116,45 @@ as_u(float f)
 	uint32_t u;
 
 	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static inline uint64_t
+be64_load(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
+static inline void
+be64_store(uint8_t *p, uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline double
+as_d(uint64_t u)
+{
+	double d;
+
+	memcpy(&d, &u, sizeof(d));
+	return d;
+}
+
+static inline uint64_t
+as_u64(double d)
+{
+	uint64_t u;
+
+	memcpy(&u, &d, sizeof(u));
 	return u;
 }
 
@@ -516,6 +557,147 @@ PORT_EXPORT(port_export_f32, pv_enc_f32, f32_canon, be32_store, 4)
 PORT_EXPORT(port_export_fp16, pv_enc_fp16, f32_to_f16_bits, be16_store, 2)
 PORT_EXPORT(port_export_bf16, pv_enc_bf16, f32_to_bf16_bits, be16_store, 2)
 
+/* ---- 64-bit kernels (INT64, FP64), shared by every implementation ---- */
+
+/*
+ * An element of a 64-bit dtype takes two 32-bit lanes of the accumulator,
+ * which holds it as one int64_t or double in host order (the accumulator
+ * is 64-byte aligned, so the pair is naturally aligned). These are plain
+ * loops of the same branch-free formulas as the 32-bit kernels, written
+ * once: the messages carry at most 1024 such elements, the compiler
+ * vectorises what it can, and one version cannot disagree with another.
+ */
+static inline uint64_t
+acc64_load(const void *acc, unsigned i)
+{
+	uint64_t v;
+
+	memcpy(&v, (const uint8_t *)acc + 8 * (size_t)i, sizeof(v));
+	return v;
+}
+
+static inline void
+acc64_store(void *acc, unsigned i, uint64_t v)
+{
+	memcpy((uint8_t *)acc + 8 * (size_t)i, &v, sizeof(v));
+}
+
+static inline int
+d_isnan(uint64_t x)
+{
+	return (x & INT64_MAX) > UINT64_C(0x7ff0000000000000);
+}
+
+/* f_key() on binary64: signed order is the total order, -0 below +0. */
+static inline int64_t
+d_key(uint64_t x)
+{
+	int64_t s = (int64_t)x;
+
+	return s ^ (int64_t)((uint64_t)(s >> 63) >> 1);
+}
+
+static inline uint64_t
+op_lsum(uint64_t a, uint64_t b)
+{
+	return a + b; /* wraps modulo 2^64, as the protocol says */
+}
+
+static inline uint64_t
+op_lmin(uint64_t a, uint64_t b)
+{
+	return (int64_t)a < (int64_t)b ? a : b;
+}
+
+static inline uint64_t
+op_lmax(uint64_t a, uint64_t b)
+{
+	return (int64_t)a > (int64_t)b ? a : b;
+}
+
+static inline uint64_t
+op_dsum(uint64_t a, uint64_t b)
+{
+	return as_u64(as_d(a) + as_d(b));
+}
+
+static inline uint64_t
+op_dmin(uint64_t a, uint64_t b)
+{
+	int64_t ka = d_isnan(a) ? INT64_MIN : d_key(a);
+	int64_t kb = d_isnan(b) ? INT64_MIN : d_key(b);
+
+	return (uint64_t)d_key((uint64_t)(ka < kb ? ka : kb));
+}
+
+static inline uint64_t
+op_dmax(uint64_t a, uint64_t b)
+{
+	int64_t ka = d_isnan(a) ? INT64_MAX : d_key(a);
+	int64_t kb = d_isnan(b) ? INT64_MAX : d_key(b);
+
+	return (uint64_t)d_key((uint64_t)(ka > kb ? ka : kb));
+}
+
+static void
+w64_init(void *acc, const void *wire, unsigned count)
+{
+	unsigned i;
+
+	for (i = 0; i < count; i++)
+		acc64_store(acc, i, be64_load((const uint8_t *)wire + 8 * (size_t)i));
+}
+
+#define W64_COMBINE(name, op) \
+static void \
+name(void *acc, const void *wire, unsigned count) \
+{ \
+	unsigned i; \
+ \
+	for (i = 0; i < count; i++) \
+		acc64_store(acc, i, op(acc64_load(acc, i), \
+				       be64_load((const uint8_t *)wire + 8 * (size_t)i))); \
+}
+
+W64_COMBINE(w64_i64_sum, op_lsum)
+W64_COMBINE(w64_i64_min, op_lmin)
+W64_COMBINE(w64_i64_max, op_lmax)
+W64_COMBINE(w64_f64_sum, op_dsum)
+W64_COMBINE(w64_f64_min, op_dmin)
+W64_COMBINE(w64_f64_max, op_dmax)
+
+static void
+w64_export_i64(void *wire, const void *acc, unsigned count)
+{
+	unsigned i;
+
+	for (i = 0; i < count; i++)
+		be64_store((uint8_t *)wire + 8 * (size_t)i, acc64_load(acc, i));
+}
+
+static void
+w64_export_f64(void *wire, const void *acc, unsigned count)
+{
+	unsigned i;
+
+	for (i = 0; i < count; i++) {
+		uint64_t v = acc64_load(acc, i);
+
+		be64_store((uint8_t *)wire + 8 * (size_t)i, d_isnan(v) ? CANON_NAN64 : v);
+	}
+}
+
+/* The 64-bit entries of every implementation table. */
+#define W64_INIT_ENTRIES \
+	[INCA_DTYPE_INT64] = w64_init, \
+	[INCA_DTYPE_FP64] = w64_init,
+#define W64_COMBINE_ENTRIES \
+	[INCA_DTYPE_INT64] = { w64_i64_sum, w64_i64_min, w64_i64_max }, \
+	[INCA_DTYPE_FP64] = { w64_f64_sum, w64_f64_min, w64_f64_max },
+#define W64_EXPORT_ENTRIES \
+	[INCA_DTYPE_INT64] = w64_export_i64, \
+	[INCA_DTYPE_FP64] = w64_export_f64,
+
 /* ---- implementation tables and selection ----------------------------- */
 
 struct kernel_set {
@@ -532,18 +714,21 @@ static const struct kernel_set portable_set = {
 		[INCA_DTYPE_FP32] = port_init_w32,
 		[INCA_DTYPE_FP16] = port_init_fp16,
 		[INCA_DTYPE_BF16] = port_init_bf16,
+		W64_INIT_ENTRIES
 	},
 	.combine = {
 		[INCA_DTYPE_INT32] = { port_i32_sum, port_i32_min, port_i32_max },
 		[INCA_DTYPE_FP32] = { port_f32_sum, port_f32_min, port_f32_max },
 		[INCA_DTYPE_FP16] = { port_f16_sum, port_f16_min, port_f16_max },
 		[INCA_DTYPE_BF16] = { port_b16_sum, port_b16_min, port_b16_max },
+		W64_COMBINE_ENTRIES
 	},
 	.export = {
 		[INCA_DTYPE_INT32] = port_export_i32,
 		[INCA_DTYPE_FP32] = port_export_f32,
 		[INCA_DTYPE_FP16] = port_export_fp16,
 		[INCA_DTYPE_BF16] = port_export_bf16,
+		W64_EXPORT_ENTRIES
 	},
 };
 
@@ -787,18 +972,21 @@ static const struct kernel_set avx2_set = {
 		[INCA_DTYPE_FP32] = avx2_init_w32,
 		[INCA_DTYPE_FP16] = avx2_init_fp16,
 		[INCA_DTYPE_BF16] = avx2_init_bf16,
+		W64_INIT_ENTRIES
 	},
 	.combine = {
 		[INCA_DTYPE_INT32] = { avx2_i32_sum, avx2_i32_min, avx2_i32_max },
 		[INCA_DTYPE_FP32] = { avx2_f32_sum, avx2_f32_min, avx2_f32_max },
 		[INCA_DTYPE_FP16] = { avx2_f16_sum, avx2_f16_min, avx2_f16_max },
 		[INCA_DTYPE_BF16] = { avx2_b16_sum, avx2_b16_min, avx2_b16_max },
+		W64_COMBINE_ENTRIES
 	},
 	.export = {
 		[INCA_DTYPE_INT32] = avx2_export_i32,
 		[INCA_DTYPE_FP32] = avx2_export_f32,
 		[INCA_DTYPE_FP16] = avx2_export_fp16,
 		[INCA_DTYPE_BF16] = avx2_export_bf16,
+		W64_EXPORT_ENTRIES
 	},
 };
 
@@ -1019,18 +1207,21 @@ static const struct kernel_set neon_set = {
 		[INCA_DTYPE_FP32] = neon_init_w32,
 		[INCA_DTYPE_FP16] = neon_init_fp16,
 		[INCA_DTYPE_BF16] = neon_init_bf16,
+		W64_INIT_ENTRIES
 	},
 	.combine = {
 		[INCA_DTYPE_INT32] = { neon_i32_sum, neon_i32_min, neon_i32_max },
 		[INCA_DTYPE_FP32] = { neon_f32_sum, neon_f32_min, neon_f32_max },
 		[INCA_DTYPE_FP16] = { neon_f16_sum, neon_f16_min, neon_f16_max },
 		[INCA_DTYPE_BF16] = { neon_b16_sum, neon_b16_min, neon_b16_max },
+		W64_COMBINE_ENTRIES
 	},
 	.export = {
 		[INCA_DTYPE_INT32] = neon_export_i32,
 		[INCA_DTYPE_FP32] = neon_export_f32,
 		[INCA_DTYPE_FP16] = neon_export_fp16,
 		[INCA_DTYPE_BF16] = neon_export_bf16,
+		W64_EXPORT_ENTRIES
 	},
 };
 #endif /* aarch64 */
@@ -1227,6 +1418,63 @@ ref_decode_float(unsigned dtype, const uint8_t *w, unsigned i)
 	}
 }
 
+static double
+ref_dmin(double a, double b)
+{
+	if (isnan(a) || isnan(b))
+		return NAN;
+	if (a < b)
+		return a;
+	if (b < a)
+		return b;
+	return signbit(a) ? a : b;
+}
+
+static double
+ref_dmax(double a, double b)
+{
+	if (isnan(a) || isnan(b))
+		return NAN;
+	if (a > b)
+		return a;
+	if (b > a)
+		return b;
+	return signbit(a) ? b : a;
+}
+
+/* The 64-bit dtypes, as one int64_t or double per element of @acc. */
+static void
+ref_combine64(unsigned dtype, unsigned op, void *acc, const uint8_t *w, unsigned count)
+{
+	unsigned i;
+
+	for (i = 0; i < count; i++) {
+		uint64_t bits = be64_load(w + 8 * (size_t)i);
+
+		if (dtype == INCA_DTYPE_INT64) {
+			int64_t *a = &((int64_t *)acc)[i];
+			int64_t x = (int64_t)bits;
+
+			if (op == INCA_OP_SUM)
+				*a = (int64_t)((uint64_t)*a + (uint64_t)x);
+			else if (op == INCA_OP_MIN)
+				*a = x < *a ? x : *a;
+			else
+				*a = x > *a ? x : *a;
+		} else {
+			double *a = &((double *)acc)[i];
+			double x = as_d(bits);
+
+			if (op == INCA_OP_SUM)
+				*a = *a + x;
+			else if (op == INCA_OP_MIN)
+				*a = ref_dmin(*a, x);
+			else
+				*a = ref_dmax(*a, x);
+		}
+	}
+}
+
 void
 agg_ref_init(unsigned dtype, void *acc, const void *wire, unsigned count)
 {
@@ -1235,6 +1483,11 @@ agg_ref_init(unsigned dtype, void *acc, const void *wire, unsigned count)
 
 	if (dtype >= INCA_DTYPE_COUNT)
 		return;
+	if (dtype == INCA_DTYPE_INT64 || dtype == INCA_DTYPE_FP64) {
+		for (i = 0; i < count; i++)
+			((uint64_t *)acc)[i] = be64_load(w + 8 * (size_t)i);
+		return;
+	}
 	for (i = 0; i < count; i++) {
 		if (dtype == INCA_DTYPE_INT32)
 			((int32_t *)acc)[i] = (int32_t)be32_load(w + 4 * i);
@@ -1251,6 +1504,10 @@ agg_ref_combine(unsigned dtype, unsigned op, void *acc, const void *wire, unsign
 
 	if (dtype >= INCA_DTYPE_COUNT || op >= INCA_OP_COUNT)
 		return;
+	if (dtype == INCA_DTYPE_INT64 || dtype == INCA_DTYPE_FP64) {
+		ref_combine64(dtype, op, acc, w, count);
+		return;
+	}
 	for (i = 0; i < count; i++) {
 		if (dtype == INCA_DTYPE_INT32) {
 			int32_t *a = &((int32_t *)acc)[i];
@@ -1283,6 +1540,15 @@ agg_ref_export(unsigned dtype, void *wire, const void *acc, unsigned count)
 	unsigned i;
 
 	if (dtype >= INCA_DTYPE_COUNT)
+		return;
+	for (i = 0; i < count && dtype == INCA_DTYPE_INT64; i++)
+		be64_store(w + 8 * (size_t)i, ((const uint64_t *)acc)[i]);
+	for (i = 0; i < count && dtype == INCA_DTYPE_FP64; i++) {
+		double d = ((const double *)acc)[i];
+
+		be64_store(w + 8 * (size_t)i, isnan(d) ? CANON_NAN64 : as_u64(d));
+	}
+	if (dtype == INCA_DTYPE_INT64 || dtype == INCA_DTYPE_FP64)
 		return;
 	for (i = 0; i < count; i++) {
 		if (dtype == INCA_DTYPE_INT32) {

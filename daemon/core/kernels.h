@@ -5,7 +5,8 @@
 /*
  * Aggregation kernels: combine a payload in wire format (big-endian
  * elements of the message's dtype) into an accumulator of 32-bit lanes in
- * host order (int32_t for INT32, float for FP32, FP16 and BF16), and export
+ * host order (int32_t for INT32, float for FP32, FP16 and BF16; two lanes
+ * holding one int64_t or double for INT64 and FP64), and export
  * the accumulator back to wire format. Semantics are docs/protocol.md's
  * "Data types and operations": int32 sum wraps; float sums accumulate in
  * fp32 in arrival order with round to nearest even; min and max propagate

@@ -53,6 +53,12 @@ rnd(void)
 	return (uint32_t)((rng_state * 0x2545f4914f6cdd1dull) >> 32);
 }
 
+static uint64_t
+rnd64(void)
+{
+	return (uint64_t)rnd() << 32 | rnd();
+}
+
 static unsigned
 rnd_below(unsigned n)
 {
@@ -79,16 +85,16 @@ gen_int32(void)
  * A float format's bits, @ebits exponent bits and @mbits mantissa bits:
  * mostly moderate values whose sums round, then the special cases.
  */
-static uint32_t
+static uint64_t
 gen_float_bits(unsigned ebits, unsigned mbits)
 {
-	uint32_t bias = (1u << (ebits - 1)) - 1;
-	uint32_t emax = (1u << ebits) - 1; /* all ones: inf and NaN */
-	uint32_t sign = (rnd() & 1) << (ebits + mbits);
-	uint32_t mmask = (1u << mbits) - 1;
-	uint32_t mant = rnd() & mmask;
+	uint64_t bias = (UINT64_C(1) << (ebits - 1)) - 1;
+	uint64_t emax = (UINT64_C(1) << ebits) - 1; /* all ones: inf and NaN */
+	uint64_t sign = (uint64_t)(rnd() & 1) << (ebits + mbits);
+	uint64_t mmask = (UINT64_C(1) << mbits) - 1;
+	uint64_t mant = rnd64() & mmask;
 	unsigned r = rnd_below(1000);
-	uint32_t e;
+	uint64_t e;
 
 	if (r < 5) /* NaN, any payload, quiet or signalling */
 		return sign | (emax << mbits) | (mant ? mant : 1);
@@ -103,18 +109,38 @@ gen_float_bits(unsigned ebits, unsigned mbits)
 	if (r < 250) /* the smallest normals: sums cross into subnormals */
 		return sign | (1u << mbits) | mant;
 	if (r < 350) /* anything finite */
-		return sign | ((rnd_below(emax - 1) + 1) << mbits) | mant;
+		return sign | ((rnd_below((unsigned)emax - 1) + UINT64_C(1)) << mbits) | mant;
 	/* moderate: exponents around 1, so that sums carry and round */
 	e = bias - 6 + rnd_below(12);
 	return sign | (e << mbits) | mant;
 }
 
-static uint32_t
+/* int64: the wrap-around corners, small values, and anything. */
+static uint64_t
+gen_int64(void)
+{
+	static const uint64_t special[] = { INT64_MAX, UINT64_C(1) << 63, 0, UINT64_MAX, 1,
+					    INT64_MAX - 1, (UINT64_C(1) << 63) + 1,
+					    UINT64_C(0xffffffff), UINT64_C(0x100000000) };
+	unsigned r = rnd_below(100);
+
+	if (r < 15)
+		return special[rnd_below(sizeof(special) / sizeof(special[0]))];
+	if (r < 50)
+		return (uint64_t)((int64_t)(rnd() % 2001) - 1000);
+	return rnd64();
+}
+
+static uint64_t
 gen_elem(unsigned dtype)
 {
 	switch (dtype) {
 	case INCA_DTYPE_INT32:
 		return gen_int32();
+	case INCA_DTYPE_INT64:
+		return gen_int64();
+	case INCA_DTYPE_FP64:
+		return gen_float_bits(11, 52);
 	case INCA_DTYPE_FP32:
 		return gen_float_bits(8, 23);
 	case INCA_DTYPE_FP16:
@@ -130,10 +156,22 @@ dsize(unsigned dtype)
 	return inca_dtype_size(dtype);
 }
 
-static void
-put_elem(uint8_t *w, unsigned dtype, unsigned i, uint32_t v)
+/* 32-bit accumulator lanes of one element. */
+static unsigned
+dlanes(unsigned dtype)
 {
-	if (dsize(dtype) == 4) {
+	return inca_dtype_lanes(dtype);
+}
+
+static void
+put_elem(uint8_t *w, unsigned dtype, unsigned i, uint64_t v)
+{
+	unsigned b;
+
+	if (dsize(dtype) == 8) {
+		for (b = 0; b < 8; b++)
+			w[8 * i + b] = (uint8_t)(v >> (56 - 8 * b));
+	} else if (dsize(dtype) == 4) {
 		w[4 * i] = v >> 24;
 		w[4 * i + 1] = v >> 16;
 		w[4 * i + 2] = v >> 8;
@@ -144,9 +182,17 @@ put_elem(uint8_t *w, unsigned dtype, unsigned i, uint32_t v)
 	}
 }
 
-static uint32_t
+static uint64_t
 get_elem(const uint8_t *w, unsigned dtype, unsigned i)
 {
+	uint64_t v = 0;
+	unsigned b;
+
+	if (dsize(dtype) == 8) {
+		for (b = 0; b < 8; b++)
+			v = v << 8 | w[8 * i + b];
+		return v;
+	}
 	if (dsize(dtype) == 4)
 		return (uint32_t)w[4 * i] << 24 | (uint32_t)w[4 * i + 1] << 16 |
 		       (uint32_t)w[4 * i + 2] << 8 | w[4 * i + 3];
@@ -222,7 +268,7 @@ run(enum impl impl, const struct contribs *c, const unsigned *order, struct resu
 	}
 	/* Nothing written beyond count elements. */
 	for (i = 0; i < 4 * PAD; i++) {
-		EXPECT(((uint8_t *)r->acc)[c->count * 4 + i] == CANARY,
+		EXPECT(((uint8_t *)r->acc)[c->count * dlanes(c->dtype) * 4 + i] == CANARY,
 		       "accumulator written beyond %u lanes", c->count);
 		EXPECT(r->out[c->count * sz + i] == CANARY, "output written beyond %u elements",
 		       c->count);
@@ -233,6 +279,12 @@ static int
 is_nan32(uint32_t x)
 {
 	return (x & 0x7fffffff) > 0x7f800000;
+}
+
+static int
+is_nan64(uint64_t x)
+{
+	return (x & INT64_MAX) > UINT64_C(0x7ff0000000000000);
 }
 
 static void
@@ -264,13 +316,13 @@ assert_same_output(const struct contribs *c, const struct result *a, const struc
 	unsigned i;
 
 	for (i = 0; i < c->count; i++) {
-		uint32_t x = get_elem(a->out, c->dtype, i);
-		uint32_t y = get_elem(b->out, c->dtype, i);
+		uint64_t x = get_elem(a->out, c->dtype, i);
+		uint64_t y = get_elem(b->out, c->dtype, i);
 
 		EXPECT(x == y,
-			      "%s: %s %s count %u n %u elem %u: %#x != %#x", what,
+			      "%s: %s %s count %u n %u elem %u: %#llx != %#llx", what,
 			      inca_dtype_name(c->dtype), inca_op_name(c->op), c->count, c->n,
-			      i, x, y);
+			      i, (unsigned long long)x, (unsigned long long)y);
 	}
 }
 
@@ -281,6 +333,20 @@ assert_same_acc(const struct contribs *c, const struct result *a, const struct r
 {
 	unsigned i;
 
+	if (dlanes(c->dtype) == 2) {
+		for (i = 0; i < c->count; i++) {
+			uint64_t x, y;
+
+			memcpy(&x, &a->acc[2 * i], 8);
+			memcpy(&y, &b->acc[2 * i], 8);
+			if (c->dtype == INCA_DTYPE_FP64 && is_nan64(x) && is_nan64(y))
+				continue;
+			EXPECT(x == y, "%s: acc %s %s count %u n %u elem %u: %#llx != %#llx",
+			       what, inca_dtype_name(c->dtype), inca_op_name(c->op), c->count,
+			       c->n, i, (unsigned long long)x, (unsigned long long)y);
+		}
+		return;
+	}
 	for (i = 0; i < c->count; i++) {
 		uint32_t x = a->acc[i], y = b->acc[i];
 
@@ -343,10 +409,68 @@ total_less(float a, float b)
 	return a < b || (a == b && signbit(a) && !signbit(b));
 }
 
-static uint32_t
+/* -0 below +0 for binary64 too. */
+static int
+total_less64(double a, double b)
+{
+	return a < b || (a == b && signbit(a) && !signbit(b));
+}
+
+/* INT64 and FP64 from the rules: wrap mod 2^64, sums in order, NaN wins. */
+static uint64_t
+expected_elem64(const struct contribs *c, const unsigned *order, unsigned i)
+{
+	unsigned k;
+
+	if (c->dtype == INCA_DTYPE_INT64) {
+		unsigned __int128 sum = 0;
+		int64_t best = (int64_t)get_elem(c->wire[order[0]], c->dtype, i);
+
+		for (k = 0; k < c->n; k++) {
+			int64_t x = (int64_t)get_elem(c->wire[order[k]], c->dtype, i);
+
+			sum += (unsigned __int128)(__int128)x;
+			if (c->op == INCA_OP_MIN && x < best)
+				best = x;
+			if (c->op == INCA_OP_MAX && x > best)
+				best = x;
+		}
+		/* The low 64 bits of the exact sum: two's complement wrap. */
+		return c->op == INCA_OP_SUM ? (uint64_t)sum : (uint64_t)best;
+	}
+
+	uint64_t bits = get_elem(c->wire[order[0]], c->dtype, i);
+	volatile double acc;
+	int nan;
+
+	memcpy((void *)&acc, &bits, 8);
+	nan = isnan(acc);
+	for (k = 1; k < c->n; k++) {
+		double x;
+
+		bits = get_elem(c->wire[order[k]], c->dtype, i);
+		memcpy(&x, &bits, 8);
+		nan |= isnan(x);
+		if (c->op == INCA_OP_SUM)
+			acc = acc + x;
+		else if (!nan && (c->op == INCA_OP_MIN ? total_less64(x, acc) :
+				  total_less64(acc, x)))
+			acc = x;
+	}
+	/* The protocol's one NaN, also for inf + -inf. */
+	if (nan || isnan(acc))
+		return UINT64_C(0x7ff8000000000000);
+	memcpy(&bits, (const void *)&acc, 8);
+	return bits;
+}
+
+static uint64_t
 expected_elem(const struct contribs *c, const unsigned *order, unsigned i)
 {
 	unsigned k;
+
+	if (dlanes(c->dtype) == 2)
+		return expected_elem64(c, order, i);
 
 	if (c->dtype == INCA_DTYPE_INT32) {
 		int64_t sum = 0;
@@ -380,6 +504,14 @@ expected_elem(const struct contribs *c, const unsigned *order, unsigned i)
 	return encode_float(c->dtype, nan ? NAN : acc);
 }
 
+/* A message of @count elements of @dtype fits a set and the payload limit. */
+static int
+count_fits(unsigned dtype, unsigned count)
+{
+	return count * dlanes(dtype) <= INCA_MAX_ELEMS &&
+	       count * dsize(dtype) <= INCA_MAX_PAYLOAD_BYTES;
+}
+
 /* ---- test cases ------------------------------------------------------ */
 
 static struct result res_a, res_b, res_c;
@@ -396,6 +528,8 @@ START_TEST(test_fast_equals_ref)
 		for (ni = 0; ni < sizeof(ncontribs) / sizeof(ncontribs[0]); ni++) {
 			struct contribs c;
 
+			if (!count_fits(dtype, counts[ci]))
+				continue;
 			contribs_make(&c, dtype, op, counts[ci], ncontribs[ni]);
 			identity_order(order, c.n);
 			run(IMPL_REF, &c, order, &res_a);
@@ -423,17 +557,20 @@ START_TEST(test_ref_follows_spec)
 		for (ni = 0; ni < sizeof(ncontribs) / sizeof(ncontribs[0]); ni++) {
 			struct contribs c;
 
+			if (!count_fits(dtype, counts[ci]))
+				continue;
 			contribs_make(&c, dtype, op, counts[ci], ncontribs[ni]);
 			identity_order(order, c.n);
 			run(IMPL_REF, &c, order, &res_a);
 			for (i = 0; i < c.count; i++) {
-				uint32_t want = expected_elem(&c, order, i);
-				uint32_t got = get_elem(res_a.out, dtype, i);
+				uint64_t want = expected_elem(&c, order, i);
+				uint64_t got = get_elem(res_a.out, dtype, i);
 
 				EXPECT(got == want,
-					      "%s %s count %u n %u elem %u: got %#x want %#x",
+					      "%s %s count %u n %u elem %u: got %#llx want %#llx",
 					      inca_dtype_name(dtype), inca_op_name(op), c.count,
-					      c.n, i, got, want);
+					      c.n, i, (unsigned long long)got,
+					      (unsigned long long)want);
 			}
 			contribs_free(&c);
 		}
@@ -442,7 +579,7 @@ START_TEST(test_ref_follows_spec)
 END_TEST
 
 /*
- * MIN, MAX and INT32 SUM do not depend on arrival order (a worker's packet
+ * MIN, MAX and INT32 / INT64 SUM do not depend on arrival order (a worker's packet
  * can come first or last): shuffled orders give the same bits.
  */
 START_TEST(test_order_independent)
@@ -452,7 +589,9 @@ START_TEST(test_order_independent)
 		{ INCA_DTYPE_INT32, INCA_OP_MAX }, { INCA_DTYPE_FP32, INCA_OP_MIN },
 		{ INCA_DTYPE_FP32, INCA_OP_MAX }, { INCA_DTYPE_FP16, INCA_OP_MIN },
 		{ INCA_DTYPE_FP16, INCA_OP_MAX }, { INCA_DTYPE_BF16, INCA_OP_MIN },
-		{ INCA_DTYPE_BF16, INCA_OP_MAX },
+		{ INCA_DTYPE_BF16, INCA_OP_MAX }, { INCA_DTYPE_INT64, INCA_OP_SUM },
+		{ INCA_DTYPE_INT64, INCA_OP_MIN }, { INCA_DTYPE_INT64, INCA_OP_MAX },
+		{ INCA_DTYPE_FP64, INCA_OP_MIN }, { INCA_DTYPE_FP64, INCA_OP_MAX },
 	};
 	unsigned order[MAX_CONTRIB];
 	unsigned t, rep;
@@ -486,7 +625,7 @@ END_TEST
  */
 struct known {
 	unsigned dtype, op;
-	uint32_t a, b, want;
+	uint64_t a, b, want;
 };
 
 static const struct known known_cases[] = {
@@ -541,6 +680,50 @@ static const struct known known_cases[] = {
 	{ INCA_DTYPE_BF16, INCA_OP_MIN, 0xffc1, 0x0000, 0x7fc0 },
 	{ INCA_DTYPE_BF16, INCA_OP_MIN, 0x0000, 0x8000, 0x8000 },
 	{ INCA_DTYPE_BF16, INCA_OP_MAX, 0x8000, 0x0000, 0x0000 },
+	/* int64 sum wraps modulo 2^64, carries across the 32-bit halves;
+	 * min/max are signed */
+	{ INCA_DTYPE_INT64, INCA_OP_SUM, 0x7fffffffffffffff, 1, 0x8000000000000000 },
+	{ INCA_DTYPE_INT64, INCA_OP_SUM, 0x8000000000000000, 0xffffffffffffffff,
+	  0x7fffffffffffffff },
+	{ INCA_DTYPE_INT64, INCA_OP_SUM, 0x00000000ffffffff, 1, 0x0000000100000000 },
+	{ INCA_DTYPE_INT64, INCA_OP_SUM, 0xffffffffffffffff, 0xffffffffffffffff,
+	  0xfffffffffffffffe },
+	{ INCA_DTYPE_INT64, INCA_OP_MIN, 0x8000000000000000, 0x7fffffffffffffff,
+	  0x8000000000000000 },
+	{ INCA_DTYPE_INT64, INCA_OP_MIN, 0x0000000100000000, 0x00000000ffffffff,
+	  0x00000000ffffffff },
+	{ INCA_DTYPE_INT64, INCA_OP_MAX, 0xffffffffffffffff, 0, 0 },
+	{ INCA_DTYPE_INT64, INCA_OP_MAX, 0xffffffff00000000, 0x00000000ffffffff,
+	  0x00000000ffffffff },
+	/* fp64: signed zeros, NaN made canonical, inf - inf, subnormals
+	 * kept, overflow, round to nearest even */
+	{ INCA_DTYPE_FP64, INCA_OP_MIN, 0, 0x8000000000000000, 0x8000000000000000 },
+	{ INCA_DTYPE_FP64, INCA_OP_MIN, 0x8000000000000000, 0, 0x8000000000000000 },
+	{ INCA_DTYPE_FP64, INCA_OP_MAX, 0x8000000000000000, 0, 0 },
+	{ INCA_DTYPE_FP64, INCA_OP_MAX, 0, 0x8000000000000000, 0 },
+	{ INCA_DTYPE_FP64, INCA_OP_SUM, 0x8000000000000000, 0x8000000000000000,
+	  0x8000000000000000 },
+	{ INCA_DTYPE_FP64, INCA_OP_SUM, 0, 0x8000000000000000, 0 },
+	{ INCA_DTYPE_FP64, INCA_OP_SUM, 0x7ff0000000000000, 0xfff0000000000000,
+	  0x7ff8000000000000 },
+	{ INCA_DTYPE_FP64, INCA_OP_SUM, 0xfff8000000000001, 0x3ff0000000000000,
+	  0x7ff8000000000000 },
+	{ INCA_DTYPE_FP64, INCA_OP_SUM, 0x7ff0000000000001, 0x3ff0000000000000,
+	  0x7ff8000000000000 },
+	{ INCA_DTYPE_FP64, INCA_OP_MIN, 0xfff0000000000000, 0x7ff4000000000000,
+	  0x7ff8000000000000 },
+	{ INCA_DTYPE_FP64, INCA_OP_MAX, 0xfff8000000000000, 0x7ff0000000000000,
+	  0x7ff8000000000000 },
+	{ INCA_DTYPE_FP64, INCA_OP_SUM, 1, 1, 2 },
+	{ INCA_DTYPE_FP64, INCA_OP_SUM, 0x8010000000000000, 0x0010000000000001, 1 },
+	{ INCA_DTYPE_FP64, INCA_OP_MIN, 1, 0x8000000000000000, 0x8000000000000000 },
+	{ INCA_DTYPE_FP64, INCA_OP_SUM, 0x7fefffffffffffff, 0x7fefffffffffffff,
+	  0x7ff0000000000000 },
+	/* 1 + 2^-53 rounds to even (1); 1 + 3 * 2^-53 rounds up */
+	{ INCA_DTYPE_FP64, INCA_OP_SUM, 0x3ff0000000000000, 0x3ca0000000000000,
+	  0x3ff0000000000000 },
+	{ INCA_DTYPE_FP64, INCA_OP_SUM, 0x3ff0000000000000, 0x3cb8000000000000,
+	  0x3ff0000000000002 },
 };
 
 START_TEST(test_known_values)
@@ -548,7 +731,7 @@ START_TEST(test_known_values)
 	const struct known *kc = &known_cases[_i];
 	/* 19 lanes: two full vectors of eight and a tail of three. */
 	unsigned count = 19, i;
-	uint8_t a[19 * 4], b[19 * 4];
+	uint8_t a[19 * 8], b[19 * 8];
 	enum impl impl;
 
 	for (i = 0; i < count; i++) {
@@ -564,12 +747,13 @@ START_TEST(test_known_values)
 		c.wire[1] = b;
 		run(impl, &c, order, &res_a);
 		for (i = 5; i < count; i += 12) {
-			uint32_t got = get_elem(res_a.out, kc->dtype, i);
+			uint64_t got = get_elem(res_a.out, kc->dtype, i);
 
 			EXPECT(got == kc->want,
-				      "impl %d %s %s %#x, %#x lane %u: got %#x want %#x", impl,
-				      inca_dtype_name(kc->dtype), inca_op_name(kc->op), kc->a,
-				      kc->b, i, got, kc->want);
+				      "impl %d %s %s %#llx, %#llx lane %u: got %#llx want %#llx",
+				      impl, inca_dtype_name(kc->dtype), inca_op_name(kc->op),
+				      (unsigned long long)kc->a, (unsigned long long)kc->b, i,
+				      (unsigned long long)got, (unsigned long long)kc->want);
 		}
 	}
 }
@@ -602,7 +786,7 @@ START_TEST(test_roundtrip_16bit)
 			for (i = 0; i < INCA_MAX_ELEMS; i++) {
 				uint32_t v = base + i;
 				int nan = (v & 0x7fff) > expmask;
-				uint32_t got = get_elem(res_a.out, dtype, i);
+				uint32_t got = (uint32_t)get_elem(res_a.out, dtype, i);
 
 				EXPECT(got == (nan ? canon : v), "impl %d %#x -> %#x", impl,
 					      v, got);
@@ -660,13 +844,13 @@ START_TEST(test_export_rounding)
 			uint32_t want = encode_float(dtype, bits_to_float(acc[i]));
 
 			EXPECT(get_elem(out[0], dtype, i) == want,
-				      "best %#x: %#x want %#x", acc[i], get_elem(out[0], dtype, i),
+				      "best %#x: %#x want %#x", acc[i], (uint32_t)get_elem(out[0], dtype, i),
 				      want);
 			EXPECT(get_elem(out[1], dtype, i) == want,
 				      "portable %#x: %#x want %#x", acc[i],
-				      get_elem(out[1], dtype, i), want);
+				      (uint32_t)get_elem(out[1], dtype, i), want);
 			EXPECT(get_elem(out[2], dtype, i) == want,
-				      "ref %#x: %#x want %#x", acc[i], get_elem(out[2], dtype, i),
+				      "ref %#x: %#x want %#x", acc[i], (uint32_t)get_elem(out[2], dtype, i),
 				      want);
 		}
 	}

@@ -335,6 +335,13 @@ INCA_API void inca_comm_set_fallback(struct inca_comm *c, inca_fallback_fn *fn, 
  * INCA_IN_PLACE. count 0 is a no-op that still must be matched by every
  * rank. Requests started earlier on @p c complete first. Not thread-safe
  * with other calls on @p c.
+ *
+ * INT64 and FP64 (8-byte elements, at most max_elems / 2 a chunk) go to
+ * the aggregator natively when it advertised them (incad does; a switch,
+ * whose ALUs are 32-bit, does not); otherwise the call returns
+ * INCA_ENOTSUP before anything is sent, on every rank alike, and the
+ * caller runs its host collective. INT64 results are exact (SUM wraps
+ * modulo 2^64); FP64 sums depend on arrival order as fp32 ones do.
  */
 INCA_API int inca_allreduce(struct inca_comm *c, const void *sendbuf, void *recvbuf,
 			    size_t count, unsigned dtype, unsigned op);
@@ -557,7 +564,8 @@ INCA_API int inca_tcp_group_allgather(void *ctx, const void *sendbuf, void *recv
 /**
  * An inca_fallback_fn: @p ctx is the struct inca_tcp_group. An allgather
  * of every rank's input, reduced in rank order on every rank (fp16 and
- * bf16 through fp32, rounded once), so all ranks get bit-identical
+ * bf16 through fp32, rounded once; int64 wrapping and fp64 with the
+ * aggregator's NaN and -0 rules), so all ranks get bit-identical
  * results. Its traffic is size x the message through rank 0: meant for
  * the fallback of small jobs and tests, not as a fast allreduce.
  */

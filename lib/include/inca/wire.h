@@ -53,6 +53,12 @@ extern "C" {
 /** Payload classes a switch ASIC aggregates: elements of 32 bits. */
 #define INCA_PAYLOAD_SMALL 64
 #define INCA_PAYLOAD_LARGE 256
+/**
+ * A set's accumulator is max_elems lanes of 32 bits: an element of a
+ * 64-bit dtype (INT64, FP64) takes two, so a 64-bit data message carries at
+ * most max_elems / 2 elements (docs/protocol.md, "Payload classes").
+ */
+#define INCA_LANE_BYTES 4
 /** Largest body of a data message in bytes (fits a 9000-byte MTU). */
 #define INCA_MAX_PAYLOAD_BYTES 8192
 /** Largest element count of any data message (fp16/bf16 at the byte limit). */
@@ -86,7 +92,9 @@ enum inca_msg_type {
 	X(INT32, 0, 4) \
 	X(FP32, 1, 4) \
 	X(FP16, 2, 2) \
-	X(BF16, 3, 2)
+	X(BF16, 3, 2) \
+	X(INT64, 4, 8) \
+	X(FP64, 5, 8)
 
 enum inca_dtype {
 #define INCA_X_(n, v, s) INCA_DTYPE_##n = v,
@@ -375,6 +383,23 @@ struct inca_frame {
 	const uint8_t *msg;       /**< start of struct inca_hdr */
 	size_t msg_len;           /**< UDP payload length */
 };
+
+/**
+ * 32-bit accumulator lanes one element of @p dtype takes in an aggregator's
+ * set: 2 for INT64 and FP64, 1 for the others, 0 if unknown. A data
+ * message's count times this is at most the granted max_elems.
+ */
+static inline unsigned
+inca_dtype_lanes(unsigned dtype)
+{
+	switch (dtype) {
+#define INCA_X_(n, v, s) case v: return (s) > INCA_LANE_BYTES ? (s) / INCA_LANE_BYTES : 1;
+	INCA_DTYPES(INCA_X_)
+#undef INCA_X_
+	default:
+		return 0;
+	}
+}
 
 /** Bytes per element of @p dtype, 0 if unknown. Thread-safe. */
 unsigned inca_dtype_size(unsigned dtype);
