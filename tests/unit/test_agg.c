@@ -601,7 +601,7 @@ START_TEST(test_float_exact)
 	unsigned n, op, dtype;
 
 	rng_state = 2;
-	for (dtype = INCA_DTYPE_FP32; dtype < INCA_DTYPE_COUNT; dtype++)
+	for (dtype = INCA_DTYPE_FP32; dtype <= INCA_DTYPE_BF16; dtype++)
 		for (n = 2; n <= INCA_MAX_WORKERS; n++)
 			for (op = 0; op < INCA_OP_COUNT; op++)
 				reduce_and_check(n, dtype, op, n % 2 ? 64 : 256, GEN_EXACT);
@@ -617,7 +617,7 @@ START_TEST(test_float_arbitrary)
 
 	/* The reference sums in the same order as the core was fed. */
 	rng_state = 3;
-	for (dtype = INCA_DTYPE_FP32; dtype < INCA_DTYPE_COUNT; dtype++)
+	for (dtype = INCA_DTYPE_FP32; dtype <= INCA_DTYPE_BF16; dtype++)
 		for (n = 2; n <= INCA_MAX_WORKERS; n += 3)
 			for (op = 0; op < INCA_OP_COUNT; op++)
 				reduce_and_check(n, dtype, op, 256, GEN_ARBITRARY);
@@ -630,7 +630,7 @@ START_TEST(test_float_nan)
 
 	/* A NaN from one rank makes the element the canonical NaN, whatever the op. */
 	rng_state = 4;
-	for (dtype = INCA_DTYPE_FP32; dtype < INCA_DTYPE_COUNT; dtype++) {
+	for (dtype = INCA_DTYPE_FP32; dtype <= INCA_DTYPE_BF16; dtype++) {
 		for (op = 0; op < INCA_OP_COUNT; op++) {
 			struct agg_job *j = job_new(3, 1, 2, true);
 			struct inca_msg m, res;
@@ -1124,6 +1124,191 @@ START_TEST(test_too_large)
 	ck_assert_int_eq(last_out.reason, AGG_DROP_TOO_LARGE);
 	m = cmsg(0, 0, 0, 0, INCA_DTYPE_FP16, INCA_OP_SUM, 16, body);
 	ck_assert_int_eq(give(j, &m), AGG_PENDING);
+	agg_job_destroy(j);
+}
+END_TEST
+
+/* 64-bit elements: big-endian wire bits. */
+static void
+put64(uint8_t *b, unsigned i, uint64_t v)
+{
+	put32(b, 2 * i, (uint32_t)(v >> 32));
+	put32(b, 2 * i + 1, (uint32_t)v);
+}
+
+static uint64_t
+get64(const void *b, unsigned i)
+{
+	return (uint64_t)get32(b, 2 * i) << 32 | get32(b, 2 * i + 1);
+}
+
+/*
+ * INT64 and FP64 through the core, every op, 2..32 ranks in a random
+ * order, up to the largest count a set of max_elems lanes holds
+ * (max_elems / 2), against sums computed here: int64 wraps modulo 2^64,
+ * fp64 elements are integers below 2^40, so every order gives the exact
+ * sum, and -0 orders below +0.
+ */
+START_TEST(test_wide_every_op)
+{
+	static const unsigned dts[] = { INCA_DTYPE_INT64, INCA_DTYPE_FP64 };
+	unsigned order[INCA_MAX_WORKERS], n, op, d, r, i;
+
+	rng_state = 5;
+	for (d = 0; d < 2; d++) {
+		for (n = 2; n <= INCA_MAX_WORKERS; n += 5) {
+			for (op = 0; op < INCA_OP_COUNT; op++) {
+				unsigned dt = dts[d], count = n % 2 ? 1024 : 33;
+				struct agg_job *j = job_new(n, 1, 2 * count, true);
+				struct inca_msg m, res;
+
+				shuffle(order, n);
+				for (r = 0; r < n; r++) {
+					for (i = 0; i < count; i++) {
+						uint64_t v = (uint64_t)rng() << 32 | rng();
+						double f = (double)(int64_t)(v >> 24);
+
+						if (i == 0)
+							v = r % 2 ? (uint64_t)INT64_MAX : 1;
+						if (dt == INCA_DTYPE_FP64)
+							memcpy(&v, &f, 8);
+						if (dt == INCA_DTYPE_FP64 && i == 1)
+							v = r == 0 ? UINT64_C(1) << 63 : 0;
+						put64(in_wire[r], i, v);
+					}
+				}
+				for (r = 0; r < n; r++) {
+					m = cmsg(order[r], 0, 0, 7, dt, op, count, in_wire[order[r]]);
+					ck_assert_int_eq(give(j, &m),
+							 r + 1 < n ? AGG_PENDING : AGG_COMPLETE);
+				}
+				res = result_of(j, last_out.set, 0, false);
+				ck_assert_uint_eq(res.body_len, 8 * count);
+				for (i = 0; i < count; i++) {
+					uint64_t want = get64(in_wire[0], i), got;
+					double dw, dx;
+
+					for (r = 1; r < n; r++) {
+						uint64_t x = get64(in_wire[r], i);
+
+						if (dt == INCA_DTYPE_INT64) {
+							if (op == INCA_OP_SUM)
+								want += x;
+							else if ((op == INCA_OP_MIN) ==
+								 ((int64_t)x < (int64_t)want))
+								want = x;
+							continue;
+						}
+						memcpy(&dw, &want, 8);
+						memcpy(&dx, &x, 8);
+						if (op == INCA_OP_SUM)
+							dw += dx;
+						else if (op == INCA_OP_MIN ? dx < dw ||
+							 (dx == dw && signbit(dx)) :
+							 dx > dw || (dx == dw && !signbit(dx)))
+							dw = dx;
+						memcpy(&want, &dw, 8);
+					}
+					got = get64(res.body, i);
+					REQ_MSG(got == want, "%s %s n %u elem %u: %016llx != %016llx",
+						inca_dtype_name(dt), inca_op_name(op), n, i,
+						(unsigned long long)got, (unsigned long long)want);
+				}
+				agg_job_destroy(j);
+			}
+		}
+	}
+}
+END_TEST
+
+/* A NaN from one rank makes an FP64 element the canonical NaN, whatever the op. */
+START_TEST(test_wide_nan)
+{
+	unsigned op, r;
+
+	for (op = 0; op < INCA_OP_COUNT; op++) {
+		struct agg_job *j = job_new(3, 1, 4, true);
+		struct inca_msg m, res;
+		double one = 1.0;
+		uint64_t b1;
+
+		memcpy(&b1, &one, 8);
+		for (r = 0; r < 3; r++) {
+			put64(in_wire[r], 0, r == 1 ? UINT64_C(0xfff0000000000123) : b1);
+			put64(in_wire[r], 1, b1);
+		}
+		for (r = 0; r < 3; r++) {
+			m = cmsg(r, 0, 0, 9, INCA_DTYPE_FP64, op, 2, in_wire[r]);
+			give(j, &m);
+		}
+		ck_assert_int_eq(last_out.verdict, AGG_COMPLETE);
+		res = result_of(j, last_out.set, 0, false);
+		ck_assert_uint_eq(get64(res.body, 0), UINT64_C(0x7ff8000000000000));
+		ck_assert_uint_eq(get64(res.body, 1), op == INCA_OP_SUM ? 0x4008000000000000 : b1);
+		agg_job_destroy(j);
+	}
+}
+END_TEST
+
+/*
+ * A set holds max_elems 32-bit lanes: a 64-bit element takes two, so a
+ * job of max_elems 9 takes 4 of them and refuses 5 (TOO_LARGE), while it
+ * takes 9 int32 elements.
+ */
+START_TEST(test_wide_count_limit)
+{
+	static const unsigned dts[] = { INCA_DTYPE_INT64, INCA_DTYPE_FP64 };
+	static uint8_t body[INCA_MAX_PAYLOAD_BYTES];
+	unsigned d;
+
+	for (d = 0; d < 2; d++) {
+		struct agg_job *j = job_new(2, 2, 9, true);
+		struct inca_msg m = cmsg(0, 0, 0, 0, dts[d], INCA_OP_SUM, 5, body);
+
+		ck_assert_int_eq(give(j, &m), AGG_DROP);
+		ck_assert_int_eq(last_out.reason, AGG_DROP_TOO_LARGE);
+		m = cmsg(0, 0, 0, 0, dts[d], INCA_OP_SUM, 4, body);
+		ck_assert_int_eq(give(j, &m), AGG_PENDING);
+		m = cmsg(0, 1, 0, 0, INCA_DTYPE_INT32, INCA_OP_SUM, 9, body);
+		ck_assert_int_eq(give(j, &m), AGG_PENDING);
+		agg_job_destroy(j);
+	}
+	/* The largest: 1024 elements (8192 bytes) in a set of 2048 lanes. */
+	{
+		struct agg_job *j = job_new(1, 1, 2048, true);
+		struct inca_msg m = cmsg(0, 0, 0, 0, INCA_DTYPE_INT64, INCA_OP_SUM, 1024, body);
+
+		ck_assert_int_eq(give(j, &m), AGG_COMPLETE);
+		agg_job_destroy(j);
+	}
+}
+END_TEST
+
+/*
+ * One use of a set has one dtype: an INT64 contribution to a set that an
+ * INT32 one of the same count started (or FP64 after INT64) fails it
+ * (MISMATCH) instead of reading its lanes as the wrong type; BFP on a
+ * 64-bit dtype is refused (DTYPE).
+ */
+START_TEST(test_wide_mixed)
+{
+	static uint8_t body[INCA_MAX_PAYLOAD_BYTES];
+	struct agg_job *j = job_new(2, 2, 64, true);
+	struct inca_msg m;
+
+	m = cmsg(0, 0, 0, 3, INCA_DTYPE_INT32, INCA_OP_SUM, 8, body);
+	ck_assert_int_eq(give(j, &m), AGG_PENDING);
+	m = cmsg(1, 0, 0, 3, INCA_DTYPE_INT64, INCA_OP_SUM, 8, body);
+	ck_assert_int_eq(give(j, &m), AGG_MISMATCH);
+	ck_assert(last_out.first);
+	m = cmsg(0, 1, 0, 3, INCA_DTYPE_INT64, INCA_OP_MAX, 8, body);
+	ck_assert_int_eq(give(j, &m), AGG_PENDING);
+	m = cmsg(1, 1, 0, 3, INCA_DTYPE_FP64, INCA_OP_MAX, 8, body);
+	ck_assert_int_eq(give(j, &m), AGG_MISMATCH);
+	m = cmsg(0, 0, 1, 4, INCA_DTYPE_INT64, INCA_OP_SUM, 8, body);
+	m.flags |= INCA_F_BFP;
+	ck_assert_int_eq(give(j, &m), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_DTYPE);
 	agg_job_destroy(j);
 }
 END_TEST
@@ -1761,6 +1946,10 @@ agg_suite(void)
 		{ "members", test_members },
 		{ "bad_slot", test_bad_slot },
 		{ "too_large", test_too_large },
+		{ "wide_every_op", test_wide_every_op },
+		{ "wide_nan", test_wide_nan },
+		{ "wide_count_limit", test_wide_count_limit },
+		{ "wide_mixed", test_wide_mixed },
 		{ "malformed", test_malformed },
 		{ "dtype_op_allowed", test_dtype_op_allowed },
 		{ "not_contrib", test_not_contrib },
