@@ -61,7 +61,17 @@ struct tagg_cfg {
 	uint32_t last_mask;          /* ranks that get the last result before dying */
 	bool fixed_count;            /* like a switch: FIXED_COUNT, other counts dropped */
 	bool routed;                 /* advertise INCA_CAP_ROUTED (routed chunks) */
+	bool wide;                   /* with native: advertise INT64 and FP64 too */
 };
+
+/* The dtypes mask of an aggregator of @cfg. */
+static uint16_t
+tagg_dtypes(const struct tagg_cfg *cfg)
+{
+	if (!cfg->native)
+		return 1u << INCA_DTYPE_INT32;
+	return cfg->wide ? (1u << INCA_DTYPE_COUNT) - 1 : 0xf;
+}
 
 struct tagg {
 	struct tagg_cfg cfg;
@@ -149,7 +159,7 @@ tagg_caps(const struct tagg *a, struct inca_ctrl_info *ci)
 	memset(ci, 0, sizeof(*ci));
 	ci->ver_min = INCA_PROTO_VERSION;
 	ci->ver_max = INCA_PROTO_VERSION;
-	ci->dtypes = a->cfg.native ? 0xf : 1u << INCA_DTYPE_INT32;
+	ci->dtypes = tagg_dtypes(&a->cfg);
 	ci->ops = 0x7;
 	ci->max_elems = a->cfg.max_elems;
 	ci->caps = INCA_CAP_BFP | INCA_CAP_SEQ_CHECK | (a->cfg.native ? INCA_CAP_NATIVE_FLOAT : 0) |
@@ -239,7 +249,7 @@ tagg_handle(struct tagg *a, const uint8_t *buf, size_t len, const struct sockadd
 				.nworkers = req.nworkers,
 				.pool_size = a->cfg.pool,
 				.max_elems = a->cfg.max_elems,
-				.dtypes = a->cfg.native ? 0xf : 1,
+				.dtypes = tagg_dtypes(&a->cfg),
 				.ops = 0x7,
 				.seq_check = true,
 			};
@@ -409,6 +419,7 @@ tagg_cfg_init(struct tagg_cfg *cfg)
 	cfg->job = 7;
 	cfg->token = 0xC0FFEE;
 	cfg->native = true;
+	cfg->wide = true;
 	cfg->pool = 64;
 	cfg->window = 16;
 	cfg->max_elems = 1024;
@@ -511,6 +522,27 @@ fminmax(float x, float y, unsigned op)
 	return (op == INCA_OP_MIN) == (x < y) ? x : y;
 }
 
+static double
+dminmax(double x, double y, unsigned op)
+{
+	if (isnan(x) || isnan(y))
+		return NAN;
+	if (x == y && x == 0)
+		return (op == INCA_OP_MIN) == (signbit(x) != 0) ? x : y;
+	return (op == INCA_OP_MIN) == (x < y) ? x : y;
+}
+
+/* The protocol's fp64 NaN, 0x7FF8000000000000. */
+static double
+canon_nan64(void)
+{
+	uint64_t u = UINT64_C(0x7ff8000000000000);
+	double d;
+
+	memcpy(&d, &u, 8);
+	return d;
+}
+
 static int
 shm_allreduce(void *ctx, const struct inca_fallback_args *a)
 {
@@ -526,7 +558,30 @@ shm_allreduce(void *ctx, const struct inca_fallback_args *a)
 	memcpy(g->stage[me->rank], a->sendbuf, a->count * es);
 	pthread_barrier_wait(&g->bar);
 	for (i = 0; i < a->count; i++) {
-		if (a->dtype == INCA_DTYPE_INT32) {
+		if (a->dtype == INCA_DTYPE_INT64) {
+			int64_t acc, v;
+
+			memcpy(&acc, (uint8_t *)g->stage[0] + 8 * i, 8);
+			for (r = 1; r < g->n; r++) {
+				memcpy(&v, (uint8_t *)g->stage[r] + 8 * i, 8);
+				if (a->op == INCA_OP_SUM)
+					acc = (int64_t)((uint64_t)acc + (uint64_t)v);
+				else if ((a->op == INCA_OP_MIN) == (v < acc))
+					acc = v;
+			}
+			memcpy((uint8_t *)a->recvbuf + 8 * i, &acc, 8);
+		} else if (a->dtype == INCA_DTYPE_FP64) {
+			double acc, v;
+
+			memcpy(&acc, (uint8_t *)g->stage[0] + 8 * i, 8);
+			for (r = 1; r < g->n; r++) {
+				memcpy(&v, (uint8_t *)g->stage[r] + 8 * i, 8);
+				acc = a->op == INCA_OP_SUM ? acc + v : dminmax(acc, v, a->op);
+			}
+			if (isnan(acc))
+				acc = canon_nan64();
+			memcpy((uint8_t *)a->recvbuf + 8 * i, &acc, 8);
+		} else if (a->dtype == INCA_DTYPE_INT32) {
 			int32_t acc, v;
 
 			memcpy(&acc, (uint8_t *)g->stage[0] + 4 * i, 4);
@@ -579,6 +634,22 @@ struct wctx {
 	struct world *w;
 	unsigned rank;
 };
+
+/* The world running now, and the collectives each rank ran on the host. */
+static struct world *cur_world;
+static unsigned host_runs[INCA_MAX_WORKERS];
+
+/*
+ * Does the running world's aggregator lack @dtype, so that libinca refuses
+ * it (INCA_ENOTSUP) and the caller reduces on the host? Only INT64 and
+ * FP64 ever are: every other dtype has a form every aggregator takes.
+ */
+static bool
+host_only(unsigned dtype)
+{
+	return inca_dtype_lanes(dtype) == 2 && cur_world != NULL && cur_world->agg != NULL &&
+	       !(tagg_dtypes(&cur_world->agg->cfg) & (1u << dtype));
+}
 
 static void *
 worker_main(void *arg)
@@ -638,6 +709,8 @@ world_run(struct world *w)
 	struct wctx x[INCA_MAX_WORKERS];
 	unsigned r;
 
+	cur_world = w;
+	memset(host_runs, 0, sizeof(host_runs));
 	w->fb.n = w->n;
 	pthread_barrier_init(&w->fb.bar, NULL, w->n);
 	pthread_barrier_init(&w->bar, NULL, w->n);
@@ -684,13 +757,41 @@ gen_f_minmax(unsigned rank, size_t i, unsigned salt)
 	return gen_f(rank, i, salt);
 }
 
+/* Large int64 values whose sums wrap and carry across the 32-bit halves. */
+static int64_t
+gen_i64(unsigned rank, size_t i, unsigned salt)
+{
+	return (int64_t)((uint64_t)i * UINT64_C(0x9e3779b97f4a7c15) +
+			 rank * UINT64_C(0x7fffffff00000003) + salt * 977u);
+}
+
+/* fp64 data: gen_f()'s and gen_f_minmax()'s values, exact in any order. */
+static double
+gen_d(unsigned op, unsigned rank, size_t i, unsigned salt)
+{
+	return op == INCA_OP_SUM ? (double)gen_f(rank, i, salt) :
+				   (double)gen_f_minmax(rank, i, salt);
+}
+
 static void
 fill(void *buf, unsigned dtype, unsigned op, unsigned rank, size_t count, unsigned salt)
 {
 	size_t i;
 
 	for (i = 0; i < count; i++) {
-		if (dtype == INCA_DTYPE_INT32) {
+		if (dtype == INCA_DTYPE_INT64) {
+			int64_t v = gen_i64(rank, i, salt);
+
+			memcpy((uint8_t *)buf + 8 * i, &v, 8);
+		} else if (dtype == INCA_DTYPE_FP64) {
+			double d = gen_d(op, rank, i, salt);
+			uint64_t u;
+
+			memcpy(&u, &d, 8);
+			if (isnan(d))
+				u = UINT64_C(0xfff0000000000001); /* a signalling NaN */
+			memcpy((uint8_t *)buf + 8 * i, &u, 8);
+		} else if (dtype == INCA_DTYPE_INT32) {
 			int32_t v = gen_i32(rank, i, salt);
 
 			memcpy((uint8_t *)buf + 4 * i, &v, 4);
@@ -710,10 +811,36 @@ fill(void *buf, unsigned dtype, unsigned op, unsigned rank, size_t count, unsign
 }
 
 /* The expected result bits of element @i. */
-static uint32_t
+static uint64_t
 expect_bits(unsigned dtype, unsigned op, unsigned n, size_t i, unsigned salt)
 {
 	unsigned r;
+
+	if (dtype == INCA_DTYPE_INT64) {
+		uint64_t acc = (uint64_t)gen_i64(0, i, salt);
+
+		for (r = 1; r < n; r++) {
+			int64_t v = gen_i64(r, i, salt);
+
+			if (op == INCA_OP_SUM)
+				acc += (uint64_t)v;
+			else if ((op == INCA_OP_MIN) == (v < (int64_t)acc))
+				acc = (uint64_t)v;
+		}
+		return acc;
+	}
+	if (dtype == INCA_DTYPE_FP64) {
+		double acc = gen_d(op, 0, i, salt);
+		uint64_t u;
+
+		for (r = 1; r < n; r++)
+			acc = op == INCA_OP_SUM ? acc + gen_d(op, r, i, salt) :
+						  dminmax(acc, gen_d(op, r, i, salt), op);
+		if (isnan(acc))
+			return UINT64_C(0x7ff8000000000000);
+		memcpy(&u, &acc, 8);
+		return u;
+	}
 
 	if (dtype == INCA_DTYPE_INT32) {
 		uint32_t acc = (uint32_t)gen_i32(0, i, salt);
@@ -754,9 +881,15 @@ expect_bits(unsigned dtype, unsigned op, unsigned n, size_t i, unsigned salt)
 	return h;
 }
 
-static uint32_t
+static uint64_t
 got_bits(const void *buf, unsigned dtype, size_t i)
 {
+	if (inca_dtype_size(dtype) == 8) {
+		uint64_t u;
+
+		memcpy(&u, (const uint8_t *)buf + 8 * i, 8);
+		return u;
+	}
 	if (inca_dtype_size(dtype) == 2) {
 		uint16_t h;
 
@@ -776,13 +909,14 @@ check_result(const void *buf, unsigned dtype, unsigned op, unsigned n, size_t co
 	size_t i;
 
 	for (i = 0; i < count; i++) {
-		uint32_t want = expect_bits(dtype, op, n, i, salt);
-		uint32_t got = got_bits(buf, dtype, i);
+		uint64_t want = expect_bits(dtype, op, n, i, salt);
+		uint64_t got = got_bits(buf, dtype, i);
 
 		if (got != want)
-			ck_abort_msg("rank %u: %s %s count %zu salt %u: element %zu is 0x%x, "
-				     "want 0x%x", rank, inca_dtype_name(dtype), inca_op_name(op),
-				     count, salt, i, got, want);
+			ck_abort_msg("rank %u: %s %s count %zu salt %u: element %zu is 0x%llx, "
+				     "want 0x%llx", rank, inca_dtype_name(dtype), inca_op_name(op),
+				     count, salt, i, (unsigned long long)got,
+				     (unsigned long long)want);
 	}
 }
 
@@ -802,6 +936,18 @@ run_checked(struct inca_comm *c, unsigned rank, unsigned n, unsigned dtype, unsi
 		ret = inca_allreduce(c, INCA_IN_PLACE, in, count, dtype, op);
 	else
 		ret = inca_allreduce(c, in, out, count, dtype, op);
+	if (host_only(dtype)) {
+		struct inca_fallback_args fa = {
+			.sendbuf = in, .recvbuf = inplace ? in : out, .count = count,
+			.dtype = dtype, .op = op,
+		};
+
+		/* Refused before anything is sent: the caller's host collective. */
+		ck_assert_msg(ret == INCA_ENOTSUP, "rank %u: %s on an aggregator without it: %s",
+			      rank, inca_dtype_name(dtype), inca_strerror(ret));
+		ret = shm_allreduce(&cur_world->fbr[rank], &fa);
+		host_runs[rank]++;
+	}
 	ck_assert_msg(ret == INCA_OK, "rank %u: allreduce %s %s %zu: %s", rank,
 		      inca_dtype_name(dtype), inca_op_name(op), count, inca_strerror(ret));
 	check_result(inplace ? in : out, dtype, op, n, count, salt, rank);
@@ -1720,16 +1866,23 @@ rscat_checked(struct inca_comm *c, unsigned rank, unsigned n, unsigned dtype, un
 	ck_assert(in && out);
 	fill(in, dtype, op, rank, n * recvcount, salt);
 	ret = inca_reduce_scatter(c, in, out, recvcount, dtype, op);
+	if (host_only(dtype)) {
+		ck_assert_int_eq(ret, INCA_ENOTSUP);
+		free(in);
+		free(out);
+		return;
+	}
 	ck_assert_msg(ret == INCA_OK, "rank %u: reduce_scatter %s %s %zu: %s", rank,
 		      inca_dtype_name(dtype), inca_op_name(op), recvcount, inca_strerror(ret));
 	for (i = 0; i < recvcount; i++) {
-		uint32_t want = expect_bits(dtype, op, n, rank * recvcount + i, salt);
-		uint32_t got = got_bits(out, dtype, i);
+		uint64_t want = expect_bits(dtype, op, n, rank * recvcount + i, salt);
+		uint64_t got = got_bits(out, dtype, i);
 
 		if (got != want)
 			ck_abort_msg("rank %u: reduce_scatter %s %s %zu salt %u: element %zu is "
-				     "0x%x, want 0x%x", rank, inca_dtype_name(dtype),
-				     inca_op_name(op), recvcount, salt, i, got, want);
+				     "0x%llx, want 0x%llx", rank, inca_dtype_name(dtype),
+				     inca_op_name(op), recvcount, salt, i, (unsigned long long)got,
+				     (unsigned long long)want);
 	}
 	free(in);
 	free(out);
@@ -1780,6 +1933,12 @@ reduce_checked(struct inca_comm *c, unsigned rank, unsigned n, unsigned dtype, u
 	ck_assert(in && out);
 	fill(in, dtype, op, rank, count, salt);
 	ret = inca_reduce(c, in, rank == root ? out : NULL, count, dtype, op, root);
+	if (host_only(dtype)) {
+		ck_assert_int_eq(ret, INCA_ENOTSUP);
+		free(in);
+		free(out);
+		return;
+	}
 	ck_assert_msg(ret == INCA_OK, "rank %u: reduce %zu: %s", rank, count, inca_strerror(ret));
 	if (rank == root)
 		check_result(out, dtype, op, n, count, salt, rank);
@@ -1854,6 +2013,77 @@ START_TEST(test_routed)
 	static const unsigned ns[] = {2, 3, 4};
 
 	routed_for(ns[_i], true, true);
+}
+END_TEST
+
+/*
+ * INT64 and FP64, every op, sizes across chunk boundaries (a chunk holds
+ * max_elems / 2 of them), as allreduce, ReduceScatter and Reduce.
+ */
+static void
+body_wide(struct world *w, unsigned rank, struct inca_comm *c)
+{
+	static const unsigned dts[] = {INCA_DTYPE_INT64, INCA_DTYPE_FP64};
+	static const size_t sizes[] = {1, 49, 50, 51, 2000};
+	unsigned d, op, s, salt = 0;
+
+	for (d = 0; d < 2; d++) {
+		for (op = 0; op < INCA_OP_COUNT; op++) {
+			for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+				run_checked(c, rank, w->n, dts[d], op, sizes[s], salt++, s % 2);
+			rscat_checked(c, rank, w->n, dts[d], op, 700, salt++);
+			reduce_checked(c, rank, w->n, dts[d], op, 1100, salt++, op % w->n);
+		}
+	}
+}
+
+/*
+ * @wide: the aggregator has INT64 and FP64, and everything goes through it
+ * (max_elems 100: chunks of 50 elements, fewer than the MTU holds, so the
+ * lane rule is what cuts them); else libinca refuses them on
+ * every rank and the host reduces them, to the same bits.
+ */
+static void
+wide_for(unsigned n, bool wide)
+{
+	struct tagg_cfg cfg;
+	struct tagg *a;
+	struct world w;
+	unsigned r;
+
+	tagg_cfg_init(&cfg);
+	cfg.wide = wide;
+	cfg.routed = true;
+	cfg.max_elems = 100;
+	a = tagg_start(&cfg);
+	world_init(&w, n, a, body_wide);
+	world_run(&w);
+	for (r = 0; r < n; r++) {
+		ck_assert_uint_eq(w.st[r].recoveries, 0);
+		ck_assert_uint_eq(w.st[r].fallback_calls, 0);
+		if (wide) {
+			ck_assert_uint_gt(w.st[r].chunks, 0);
+			ck_assert_uint_eq(host_runs[r], 0);
+		} else {
+			ck_assert_uint_eq(w.st[r].chunks, 0);
+			ck_assert_uint_eq(host_runs[r], 2 * INCA_OP_COUNT * 5);
+		}
+	}
+	ck_assert_uint_eq(atomic_load(&a->short_contribs), 0);
+	if (wide)
+		ck_assert_uint_gt(atomic_load(&a->routed_contribs), 0);
+	tagg_stop(a);
+}
+
+START_TEST(test_wide)
+{
+	wide_for(_i ? 3 : 4, true);
+}
+END_TEST
+
+START_TEST(test_wide_host)
+{
+	wide_for(3, false);
 }
 END_TEST
 
@@ -2004,6 +2234,11 @@ engine_suite(void)
 	TC("float_mode", test_float_mode, 30);
 	TCL("routed_2_3_4_workers", test_routed, 3, 120);
 	TC("routed_without_cap", test_routed_without_cap, 120);
+	tc = tcase_create("wide_int64_fp64");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_wide, 0, 2);
+	suite_add_tcase(s, tc);
+	TC("wide_on_the_host", test_wide_host, 60);
 	TC("routed_loss_dup_reorder", test_routed_lossy, 120);
 	TCL("routed_die_fallback", test_routed_die, 60, 60);
 	return s;
