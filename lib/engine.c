@@ -197,10 +197,11 @@ li_req_layout(struct inca_comm *c, struct li_req *r)
 	room = c->max_payload ? c->max_payload : 4;
 	/* A 64-bit element takes two of the set's max_elems 32-bit lanes. */
 	elems = c->max_elems ? c->max_elems / inca_dtype_lanes(r->wire_dtype) : 1;
-	if (elems == 0)
-		elems = 1;
 	if (elems > room / wsize)
 		elems = room / wsize;
+	/* Never joined (room 4): one element a chunk, whatever its size. */
+	if (elems == 0)
+		elems = 1;
 	r->chunk_elems = elems;
 	r->nchunks = (uint32_t)((r->count + elems - 1) / elems);
 	r->nprime = 0;

@@ -21,9 +21,11 @@
  * What goes through INCA on such a communicator: MPI_Allreduce,
  * MPI_Iallreduce, MPI_Reduce and MPI_Reduce_scatter_block (inca_reduce_scatter():
  * routed chunks where the aggregator has them, else an allreduce) of MPI_INT,
- * MPI_INT32_T and MPI_FLOAT with MPI_SUM, MPI_MIN or MPI_MAX (and
- * MPI_UNSIGNED / MPI_UINT32_T with MPI_SUM, whose wrapping sum is the same
- * bits); MPI_Bcast and MPI_Ibcast of any datatype as an int32 sum of raw
+ * MPI_INT32_T, MPI_FLOAT, MPI_INT64_T, MPI_LONG_LONG, MPI_LONG (where it
+ * is 8 bytes) and MPI_DOUBLE with MPI_SUM, MPI_MIN or MPI_MAX (and
+ * MPI_UNSIGNED / MPI_UINT32_T, MPI_UINT64_T / MPI_UNSIGNED_LONG_LONG with
+ * MPI_SUM, whose wrapping sums are the same bits); 64-bit types on an
+ * aggregator without them (a switch) go to PMPI, counted as passed; MPI_Bcast and MPI_Ibcast of any datatype as an int32 sum of raw
  * bytes to which every other rank adds zeros (bit-exact for any content);
  * MPI_Allgather of any datatype (inca_allgather(): routed chunks, else
  * that int32 sum); MPI_Barrier and MPI_Ibarrier.
@@ -58,6 +60,7 @@
 #include <inca/inca.h>
 
 _Static_assert(sizeof(int) == 4, "MPI_INT must be a 32-bit integer");
+_Static_assert(sizeof(long long) == 8 && sizeof(double) == 8, "MPI_LONG_LONG, MPI_DOUBLE: 64 bits");
 
 /* The interposed MPI entry points are the library's only interface. */
 #define IM_EXPORT __attribute__((visibility("default")))
@@ -403,6 +406,10 @@ mpi_type_of(unsigned dtype)
 		return MPI_INT32_T;
 	case INCA_DTYPE_FP32:
 		return MPI_FLOAT;
+	case INCA_DTYPE_INT64:
+		return MPI_INT64_T;
+	case INCA_DTYPE_FP64:
+		return MPI_DOUBLE;
 	default:
 		/* fp16 / bf16 never come from this interposer. */
 		return MPI_DATATYPE_NULL;
@@ -1018,9 +1025,22 @@ map_reduction(MPI_Datatype t, MPI_Op op, unsigned *dtype, unsigned *iop)
 		*dtype = INCA_DTYPE_FP32;
 	else if ((t == MPI_UNSIGNED || t == MPI_UINT32_T) && op == MPI_SUM)
 		*dtype = INCA_DTYPE_INT32; /* sum mod 2^32: the same bits */
+	else if (t == MPI_INT64_T || t == MPI_LONG_LONG || (t == MPI_LONG && sizeof(long) == 8))
+		*dtype = INCA_DTYPE_INT64;
+	else if ((t == MPI_UINT64_T || t == MPI_UNSIGNED_LONG_LONG) && op == MPI_SUM)
+		*dtype = INCA_DTYPE_INT64; /* sum mod 2^64: the same bits */
+	else if (t == MPI_DOUBLE)
+		*dtype = INCA_DTYPE_FP64;
 	else
 		return -1;
 	return 0;
+}
+
+/* Bytes of @count elements of INCA @dtype: what a reduction moves. */
+static inline uint64_t
+red_bytes(uint64_t count, unsigned dtype)
+{
+	return count * inca_dtype_size(dtype);
 }
 
 /* The INCA communicator a reduction of @count elements goes through, or
@@ -1034,7 +1054,7 @@ reduction_route(uint64_t count, MPI_Datatype t, MPI_Op op, MPI_Comm comm, unsign
 	if (c == NULL)
 		return NULL;
 	if (count == 0 || count > INT_MAX || map_reduction(t, op, dtype, iop) < 0 ||
-	    count * 4 < im.conf.min_bytes) {
+	    red_bytes(count, *dtype) < im.conf.min_bytes) {
 		im.n.passed++;
 		return NULL;
 	}
@@ -1199,7 +1219,7 @@ MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 	pthread_mutex_lock(&c->lock);
 	via = im.conf.route == IM_ROUTE_HOST ? IM_VIA_HOST : IM_VIA_INCA;
 	if (im.conf.route == IM_ROUTE_AUTO) {
-		cls = size_class((uint64_t)count * 4);
+		cls = size_class(red_bytes((uint64_t)count, dtype));
 		via = class_via(&c->cls[cls]);
 		t0 = now_ns();
 	}
@@ -1215,7 +1235,7 @@ MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 		ret = inca_allreduce(c->comm, sendbuf == MPI_IN_PLACE ? INCA_IN_PLACE : sendbuf,
 				     recvbuf, (size_t)count, dtype, iop);
 		if (ret == INCA_OK)
-			count_inca(c, &im.n.allreduce_inca, (uint64_t)count * 4);
+			count_inca(c, &im.n.allreduce_inca, red_bytes((uint64_t)count, dtype));
 	}
 	/* Every call advances its class, failed or not, on every rank. */
 	if (im.conf.route == IM_ROUTE_AUTO)
@@ -1249,7 +1269,7 @@ MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 		return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
 	if (c->rank != root) {
 		/* recvbuf is not significant here and may be NULL. */
-		out = malloc((size_t)count * 4);
+		out = malloc((size_t)red_bytes((uint64_t)count, dtype));
 		if (out == NULL)
 			return im_result(INCA_ENOMEM, comm);
 	}
@@ -1257,7 +1277,7 @@ MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 	ret = inca_allreduce(c->comm, sendbuf == MPI_IN_PLACE ? INCA_IN_PLACE : sendbuf, out,
 			     (size_t)count, dtype, iop);
 	if (ret == INCA_OK)
-		count_inca(c, &im.n.reduce_inca, (uint64_t)count * 4);
+		count_inca(c, &im.n.reduce_inca, red_bytes((uint64_t)count, dtype));
 	pthread_mutex_unlock(&c->lock);
 	if (out != recvbuf)
 		free(out);
@@ -1302,7 +1322,7 @@ MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 		ret = inca_reduce_scatter(c->comm, sendbuf, recvbuf, (size_t)recvcount, dtype, iop);
 	}
 	if (ret == INCA_OK)
-		count_inca(c, &im.n.reduce_scatter_inca, total * 4);
+		count_inca(c, &im.n.reduce_scatter_inca, red_bytes(total, dtype));
 	pthread_mutex_unlock(&c->lock);
 	if (ret == INCA_ENOTSUP) {
 		im.n.passed++;
@@ -1643,7 +1663,7 @@ MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 	ret = ireq_start(c, x, sendbuf == MPI_IN_PLACE ? INCA_IN_PLACE : sendbuf, recvbuf,
 			 (size_t)count, dtype, iop);
 	if (ret == INCA_OK) {
-		count_inca(c, &im.n.iallreduce_inca, (uint64_t)count * 4);
+		count_inca(c, &im.n.iallreduce_inca, red_bytes((uint64_t)count, dtype));
 		*request = x->mreq;
 	}
 	pthread_mutex_unlock(&c->lock);
