@@ -54,6 +54,10 @@ const bit<8> INCA_DTYPE_INT32 = 0;
 const bit<8> INCA_DTYPE_FP32 = 1;
 const bit<8> INCA_DTYPE_FP16 = 2;
 const bit<8> INCA_DTYPE_BF16 = 3;
+/* Defined for the header's sake only: a switch aggregates int32 alone (its
+ * stateful ALUs are 32 bits wide) and never advertises these. */
+const bit<8> INCA_DTYPE_INT64 = 4;
+const bit<8> INCA_DTYPE_FP64 = 5;
 
 /* Reduction operations (enum inca_op). */
 const bit<8> INCA_OP_SUM = 0;

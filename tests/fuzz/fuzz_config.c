@@ -218,7 +218,8 @@ check_jobs(const struct incad_config *c)
 			   "job %u: window %u pool %u", j->id, j->window, j->pool_size);
 		FUZZ_CHECK(j->max_elems >= 1 && j->max_elems <= c->max_elems, "job %u max_elems",
 			   j->id);
-		FUZZ_CHECK(j->dtypes != 0 && (j->dtypes & ~0xfu) == 0 && j->ops != 0 &&
+		FUZZ_CHECK(j->dtypes != 0 && (j->dtypes & ~((1u << INCA_DTYPE_COUNT) - 1)) == 0 &&
+			   j->ops != 0 &&
 			   (j->ops & ~0x7u) == 0, "job %u dtypes 0x%x ops 0x%x", j->id, j->dtypes,
 			   j->ops);
 		full = j->nworkers == 32 ? UINT32_MAX : (UINT32_C(1) << j->nworkers) - 1;

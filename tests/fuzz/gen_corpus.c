@@ -112,6 +112,18 @@ fill_body(uint8_t *p, unsigned dtype, unsigned count, bool special)
 			p[2 * i] = v >> 8;
 			p[2 * i + 1] = v;
 			break;
+		case INCA_DTYPE_INT64:
+		case INCA_DTYPE_FP64: {
+			double d = f;
+			uint64_t w = (uint64_t)(int64_t)(rng() % 200001 - 100000) << 20;
+			unsigned b;
+
+			if (dtype == INCA_DTYPE_FP64)
+				memcpy(&w, &d, 8);
+			for (b = 0; b < 8; b++)
+				p[8 * i + b] = (uint8_t)(w >> (56 - 8 * b));
+			break;
+		}
 		default:
 			v = inca_fp32_to_bf16(f);
 			p[2 * i] = v >> 8;
@@ -289,6 +301,16 @@ edge_msgs(struct msgbuf *out, const char **names)
 	m = contrib(1, 0x1234, 1, 0, 0, 1, INCA_DTYPE_INT32, INCA_OP_SUM, 257);
 	names[n] = "contrib-int32-257";
 	mk_data(&out[n++], &m, false);
+	/* 64-bit elements: two lanes each, so 1024 is the largest count. */
+	m = contrib(1, 0x1234, 1, 0, 0, 1, INCA_DTYPE_INT64, INCA_OP_SUM, 1024);
+	names[n] = "contrib-int64-1024";
+	mk_data(&out[n++], &m, false);
+	m.count = 1025;
+	names[n] = "bad-count-int64-1025";
+	mk_data(&out[n++], &m, false);
+	m = contrib(1, 0x1234, 1, 0, 0, 1, INCA_DTYPE_FP64, INCA_OP_MIN, 3);
+	names[n] = "contrib-fp64-3";
+	mk_data(&out[n++], &m, false);
 	return n;
 }
 
@@ -320,7 +342,7 @@ bad_msgs(struct msgbuf *out, const char **names)
 	out[n - 1].b[2] = INCA_DTYPE_FP32; /* the body stays 4-byte elements */
 
 	m = base;
-	m.dtype = 4;
+	m.dtype = INCA_DTYPE_COUNT;
 	inca_hdr_encode(&m, out[n].b);
 	out[n].len = INCA_HDR_LEN + 16;
 	names[n++] = "bad-dtype";

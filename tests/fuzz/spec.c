@@ -36,6 +36,9 @@ spec_dtype_size(unsigned dtype)
 	case 2: /* fp16 */
 	case 3: /* bf16 */
 		return 2;
+	case 4: /* int64 */
+	case 5: /* fp64 */
+		return 8;
 	default:
 		return 0;
 	}
@@ -64,7 +67,7 @@ spec_msg_check(const uint8_t *b, size_t len, unsigned max_elems)
 		return INCA_WIRE_VERSION;
 	if (type < 1 || type > 11)
 		return INCA_WIRE_TYPE;
-	if (dtype > 3)
+	if (dtype > 5)
 		return INCA_WIRE_DTYPE;
 	if (op > 2)
 		return INCA_WIRE_OP;
@@ -79,7 +82,9 @@ spec_msg_check(const uint8_t *b, size_t len, unsigned max_elems)
 	size = spec_dtype_size(dtype);
 	limit = max_elems == 0 || max_elems > 4096 ? 4096 : max_elems;
 	if (data) {
-		if (count == 0 || count > limit || (size_t)count * size > 8192)
+		/* "Payload classes": an 8-byte element takes two 32-bit lanes. */
+		if (count == 0 || count * (size == 8 ? 2u : 1u) > limit ||
+		    (size_t)count * size > 8192)
 			return INCA_WIRE_COUNT;
 		/* BRIEF (0x40): the header alone. */
 		if (body != ((flags & 0x40) ? 0 : (size_t)count * size))
