@@ -708,6 +708,8 @@ inca_comm_info_sized(const struct inca_comm *c, struct inca_comm_info *info, siz
 	i.evict_ms = c->evict_ms;
 	i.footprint = c->footprint;
 	i.session = li_session(c);
+	i.dtypes = c->agg_dtypes;
+	i.ops = c->agg_ops;
 	if (c->tp != NULL) {
 		i.transport = c->tops == &li_udp_ops ? INCA_TRANSPORT_UDP : c->o.transport;
 		if (c->tops->info != NULL)

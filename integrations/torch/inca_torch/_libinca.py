@@ -14,7 +14,7 @@ import glob
 import os
 
 # enum inca_dtype, enum inca_op, enum inca_float_mode (lib/include/inca/wire.h)
-DTYPE_INT32, DTYPE_FP32, DTYPE_FP16, DTYPE_BF16 = 0, 1, 2, 3
+DTYPE_INT32, DTYPE_FP32, DTYPE_FP16, DTYPE_BF16, DTYPE_INT64, DTYPE_FP64 = 0, 1, 2, 3, 4, 5
 OP_SUM, OP_MIN, OP_MAX = 0, 1, 2
 FLOAT_AUTO, FLOAT_NATIVE, FLOAT_BFP = 0, 1, 2
 LOG_ERR, LOG_WARN, LOG_INFO, LOG_DEBUG = 0, 1, 2, 3
@@ -22,7 +22,8 @@ OK = 0
 EBUSY = -7
 ENOTSUP = -10
 
-DTYPE_NAMES = {DTYPE_INT32: 'int32', DTYPE_FP32: 'fp32', DTYPE_FP16: 'fp16', DTYPE_BF16: 'bf16'}
+DTYPE_NAMES = {DTYPE_INT32: 'int32', DTYPE_FP32: 'fp32', DTYPE_FP16: 'fp16', DTYPE_BF16: 'bf16',
+               DTYPE_INT64: 'int64', DTYPE_FP64: 'fp64'}
 
 
 class FallbackArgs(ctypes.Structure):
@@ -91,6 +92,15 @@ class CommInfo(ctypes.Structure):
         ('evict_ms', ctypes.c_uint32),
         ('footprint', ctypes.c_size_t),
         ('session', ctypes.c_uint32),
+        ('transport', ctypes.c_int),
+        ('udp_gso', ctypes.c_int),
+        ('udp_gro', ctypes.c_int),
+        ('gso_sends', ctypes.c_uint64),
+        ('gro_pkts', ctypes.c_uint64),
+        ('xdp_tx_pkts', ctypes.c_uint64),
+        ('xdp_rx_pkts', ctypes.c_uint64),
+        ('dtypes', ctypes.c_uint16),
+        ('ops', ctypes.c_uint16),
     ]
 
 

@@ -43,7 +43,8 @@ log = logging.getLogger('inca_torch')
 NAME = 'inca'
 _RO = dist.ReduceOp
 _INCA_OPS = ((_RO.SUM, L.OP_SUM), (_RO.MIN, L.OP_MIN), (_RO.MAX, L.OP_MAX))
-_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+# AVG (a sum divided once at the end) only where the division is a float's.
+_FLOATS = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
 # One INCA job per process: the first inca group created takes it (the
 # default group, normally); later groups are gloo only while it lives.

@@ -42,9 +42,16 @@ _TORCH_DTYPES = {
     torch.float16: L.DTYPE_FP16,
     torch.bfloat16: L.DTYPE_BF16,
     torch.int32: L.DTYPE_INT32,
+    torch.int64: L.DTYPE_INT64,
+    torch.float64: L.DTYPE_FP64,
 }
+# Types an aggregator may lack (a switch: 32-bit ALUs): they go to gloo
+# when its CAPS lacked them (libinca would refuse them, INCA_ENOTSUP);
+# with no aggregator reached (dtypes 0) libinca's fallback, gloo, has them.
+_WIDE = (torch.int64, torch.float64)
 _INCA_TO_TORCH = {v: k for k, v in _TORCH_DTYPES.items()}
-_ELEM_SIZE = {L.DTYPE_INT32: 4, L.DTYPE_FP32: 4, L.DTYPE_FP16: 2, L.DTYPE_BF16: 2}
+_ELEM_SIZE = {L.DTYPE_INT32: 4, L.DTYPE_FP32: 4, L.DTYPE_FP16: 2, L.DTYPE_BF16: 2,
+              L.DTYPE_INT64: 8, L.DTYPE_FP64: 8}
 _OPS = {'sum': L.OP_SUM, 'min': L.OP_MIN, 'max': L.OP_MAX}
 _DIST_OPS = {L.OP_SUM: dist.ReduceOp.SUM, L.OP_MIN: dist.ReduceOp.MIN,
              L.OP_MAX: dist.ReduceOp.MAX}
@@ -178,6 +185,7 @@ class IncaState:
         self._store = store
         self.calls = {'inca': 0, 'gloo': 0}
         self.comm = None
+        self._agg_dtypes = 0
         self.job = 0
         self._closed = False
         self._thread = None
@@ -235,6 +243,8 @@ class IncaState:
                 lib.inca_comm_destroy(comm)
             return
         self.comm = comm
+        # The same CAPS on every rank (creation agrees all or none).
+        self._agg_dtypes = self._info(comm).dtypes
         if self.rank == 0:
             log.info('job %d, %d ranks, aggregator %s: %s', self.job, self.size,
                      conf['aggregator'], 'joined' if not self._info(comm).in_fallback
@@ -370,7 +380,9 @@ class IncaState:
     def supports(self, tensor):
         """True when @tensor goes through INCA (else through gloo)."""
         return (self.comm is not None and not self._closed and tensor.device.type == 'cpu'
-                and tensor.dtype in _TORCH_DTYPES and tensor.is_contiguous())
+                and tensor.dtype in _TORCH_DTYPES and tensor.is_contiguous() and
+                (tensor.dtype not in _WIDE or self._agg_dtypes == 0 or
+                 self._agg_dtypes & (1 << _TORCH_DTYPES[tensor.dtype]) != 0))
 
     def allreduce_async(self, tensor, op='sum', divide=False):
         """Allreduce @tensor in place; returns a torch.futures.Future whose

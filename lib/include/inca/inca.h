@@ -528,6 +528,14 @@ struct inca_comm_info {
 	uint64_t gro_pkts;     /**< datagrams received inside GRO trains */
 	uint64_t xdp_tx_pkts;  /**< datagrams sent through the AF_XDP socket (xdp) */
 	uint64_t xdp_rx_pkts;  /**< datagrams received through the AF_XDP socket (xdp) */
+	/**
+	 * Data types the aggregator aggregates, bit (1 << enum inca_dtype), as
+	 * its CAPS said (0: none reached). A collective of a 64-bit dtype it
+	 * lacks returns INCA_ENOTSUP: callers route those to their host
+	 * collective up front.
+	 */
+	uint16_t dtypes;
+	uint16_t ops;          /**< operations, bit (1 << enum inca_op), likewise */
 };
 
 /**
