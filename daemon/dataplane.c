@@ -573,7 +573,8 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		return;
 	}
 
-	if (unlikely(msg->count > v->g.max_elems)) {
+	/* max_elems counts 32-bit lanes: a 64-bit element takes two. */
+	if (unlikely((unsigned)msg->count * inca_dtype_lanes(msg->dtype) > v->g.max_elems)) {
 		js->c[INCAD_JOB_DROP]++;
 		send_nack(lc, meta, mb, INCA_NACK_TOO_LARGE);
 		incad_drop_mbuf(lc, m, INCAD_DROP_CONTRIB_REFUSED);
@@ -729,7 +730,8 @@ contrib_decode(const uint8_t *p, size_t len, unsigned int max_elems, struct inca
 	return m->op < INCA_OP_COUNT &&
 	       (m->flags & ~(INCA_F_MASK & ~(INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF))) == 0 &&
 	       m->rank < INCA_MAX_WORKERS && m->job != 0 && m->reason == 0 &&
-	       m->count != 0 && m->count <= max_elems && size != 0 &&
+	       m->count != 0 && (unsigned)m->count * inca_dtype_lanes(m->dtype) <= max_elems &&
+	       size != 0 &&
 	       m->body_len == m->count * size && m->body_len <= INCA_MAX_PAYLOAD_BYTES &&
 	       (!(m->flags & INCA_F_BFP) || m->dtype == INCA_DTYPE_INT32);
 }

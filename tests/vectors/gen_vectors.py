@@ -50,8 +50,12 @@ VERSION = 2
 INCA_PORT = 18766
 CONTRIB, RESULT, HELLO, CAPS, JOIN, JOIN_ACK, LEAVE, LEAVE_ACK = 1, 2, 3, 4, 5, 6, 7, 8
 NACK = 11
-NACK_MEMBER_LOST, NACK_MISMATCH = 14, 16
-INT32, SUM = 0, 0
+NACK_TOO_LARGE, NACK_MEMBER_LOST, NACK_MISMATCH = 11, 14, 16
+INT32, INT64, FP64 = 0, 4, 5
+SUM, MIN, MAX = 0, 1, 2
+DTYPE_NAMES = {INT32: 'int32', INT64: 'int64', FP64: 'fp64'}
+OP_NAMES = {SUM: 'sum', MIN: 'min', MAX: 'max'}
+CANON_NAN64 = 0x7FF8000000000000
 F_SET, F_RETX, F_LAST, F_BFP = 0x01, 0x02, 0x04, 0x08
 F_ROUTED, F_GATHER, F_BRIEF = 0x10, 0x20, 0x40
 CAP_NATIVE_FLOAT, CAP_BFP, CAP_SEQ_CHECK, CAP_ROCE, CAP_ROUTED = 1, 2, 4, 0x10, 0x20
@@ -125,6 +129,53 @@ def s32(v):
     return v - (1 << 32) if v & 0x80000000 else v
 
 
+def s64(v):
+    """Two's complement int64 of an integer (wrapping modulo 2^64)."""
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >> 63 else v
+
+
+def f64_bits(x):
+    return struct.unpack('!Q', struct.pack('!d', x))[0]
+
+
+def bits_f64(u):
+    return struct.unpack('!d', struct.pack('!Q', u))[0]
+
+
+def is_nan64(u):
+    return (u & ~(1 << 63)) > 0x7FF0000000000000
+
+
+def f64_key(u):
+    """binary64 bits to an integer in the total order, -0 below +0."""
+    return -(u & ~(1 << 63)) - 1 if u >> 63 else u
+
+
+def combine(dtype, op, elems):
+    """One result element from the contributions' elements, in arrival
+    order (docs/protocol.md, "Semantics"): int32 and int64 wrap, fp64 sums
+    in order rounded to nearest even (Python's float), NaN wins and is the
+    canonical one, min/max in the total order."""
+    if dtype in (INT32, INT64):
+        wrap = s32 if dtype == INT32 else s64
+        return wrap(sum(elems)) if op == SUM else (min(elems) if op == MIN else max(elems))
+    if any(is_nan64(u) for u in elems):
+        return CANON_NAN64
+    if op == SUM:
+        acc = bits_f64(elems[0])
+        for u in elems[1:]:
+            acc += bits_f64(u)
+        return CANON_NAN64 if acc != acc else f64_bits(acc)
+    pick = min if op == MIN else max
+    return pick(elems, key=f64_key)
+
+
+def pack_elems(dtype, values):
+    return struct.pack('!%d%s' % (len(values), {INT32: 'i', INT64: 'q', FP64: 'Q'}[dtype]),
+                       *values)
+
+
 def frame(src_mac, dst_mac, src_ip, dst_ip, sport, dport, payload, vlan=0):
     """Ethernet [/ 802.1Q VLAN] / IPv4 (TTL 64, DF, id 0) / UDP with checksums."""
     eth = Ether(src=src_mac, dst=dst_mac)
@@ -164,7 +215,7 @@ class Scenario:
     """A job, the frames its workers send and what the aggregator must send."""
 
     def __init__(self, name, title, tofino, nworkers, pool_size, window, elems, job=7,
-                 token=0xC0FFEE01, roce_ranks=(), incad=True):
+                 token=0xC0FFEE01, roce_ranks=(), incad=True, dtypes=(INT32,), ops=(SUM,)):
         self.name = name
         self.title = title
         self.tofino = tofino
@@ -175,6 +226,13 @@ class Scenario:
                     'pool_size': pool_size, 'window': window, 'max_elems': 256,
                     'elems': elems, 'session_seed': SESSION_SEED,
                     'session': session_token(job, 1, token)}
+        if tuple(dtypes) != (INT32,) or tuple(ops) != (SUM,):
+            # The job's configuration (run_vectors.py), only where not int32 sum.
+            self.job['dtypes'] = [DTYPE_NAMES[d] for d in dtypes]
+            self.job['ops'] = [OP_NAMES[o] for o in ops]
+        self.dtypes = sum(1 << d for d in dtypes)
+        self.ops = sum(1 << o for o in ops)
+        self.kind = {}        # chunk k -> (dtype, op) where not int32 sum
         self.members = [roce_member(r) if r in roce_ranks else member(r)
                         for r in range(nworkers)]
         self.roce = bool(roce_ranks)
@@ -207,7 +265,7 @@ class Scenario:
     def join(self, rank):
         """JOIN (static job, defaults asked) and the JOIN_ACK it earns."""
         m, j = self.members[rank], self.job
-        body = ctrl(dtypes=1 << INT32, ops=1 << SUM, nworkers=j['nworkers'])
+        body = ctrl(dtypes=self.dtypes, ops=self.ops, nworkers=j['nworkers'])
         if 'roce' in m:     # the binding of its queue pair
             body += struct.pack('!IIII', m['roce']['qpn'], m['roce']['qkey'], 0, 0)
         self.inputs.append((frame(m['mac'], AGG['mac'], m['ip'], AGG['ip'], m['udp_port'],
@@ -215,7 +273,7 @@ class Scenario:
                                   m['vlan']), False))
         # JOIN_ACK: the JOIN's header, the job's grants (pool_base is the
         # aggregator's business: informational, not compared).
-        ack = ctrl(dtypes=1 << INT32, ops=1 << SUM, max_elems=j['max_elems'],
+        ack = ctrl(dtypes=self.dtypes, ops=self.ops, max_elems=j['max_elems'],
                    nworkers=j['nworkers'], pool_size=j['pool_size'], window=j['window'],
                    caps=INCAD_CAPS | (CAP_ROCE if self.roce else 0),
                    hb_ms=TIMEOUTS['heartbeat_ms'], evict_ms=TIMEOUTS['evict_ms'])
@@ -231,7 +289,7 @@ class Scenario:
             self.ignore.append('ctrl.pool_base')
 
     def contrib(self, rank, k, values=None, exp=0, flags=0, counted=True, token=None,
-                src=None, root=None, gather=False):
+                src=None, root=None, gather=False, dtype=INT32, op=SUM):
         """CONTRIB of chunk k from rank. counted: the aggregator must count
         it (False for copies the rules drop: duplicates, replays, forgeries).
         src: (mac, ip, udp_port[, vlan]) to forge the source. root: a routed
@@ -249,6 +307,8 @@ class Scenario:
                 values = [0] * j['elems']
         if values is None:
             values = self.values()
+        if (dtype, op) != (INT32, SUM):
+            self.kind.setdefault(k, (dtype, op))
         if counted:
             assert rank not in self.counted.setdefault(k, {}), 'counted twice'
             self.counted[k][rank] = (values, exp)
@@ -258,10 +318,10 @@ class Scenario:
                 self.roots.setdefault(k, root)
         mac, ip, port, vlan = (tuple(src) + (0,))[:4] if src else (m['mac'], m['ip'],
                                                                     m['udp_port'], m['vlan'])
-        body = b'' if brief else struct.pack('!%di' % len(values), *values)
+        body = b'' if brief else pack_elems(dtype, values)
         h = hdr(CONTRIB, j['id'], rank, j['session'] if token is None else token,
                 slot=self.slot(k), flags=flags | self.set_flag(k), exp=exp, seq=k,
-                offset=k * j['elems'], count=len(values), bitmap=bitmap)
+                offset=k * j['elems'], count=len(values), bitmap=bitmap, dtype=dtype, op=op)
         if 'roce' in m and src is None:
             # The NIC picks the UDP source port; the queue pair is the member.
             self.inputs.append((roce_frame(mac, AGG['mac'], ip, AGG['ip'], 0xC100 + rank,
@@ -295,8 +355,10 @@ class Scenario:
         """(wrapped sums, maximum exp) of what was counted for chunk k."""
         j, got = self.job, self.counted[k]
         assert len(got) == j['nworkers'], 'chunk %d is not complete' % k
-        return ([s32(sum(v[i] for v, _ in got.values())) for i in range(j['elems'])],
-                max(e for _, e in got.values()))
+        dtype, op = self.kind.get(k, (INT32, SUM))
+        # dicts keep insertion order: the order in which the ranks counted.
+        return ([combine(dtype, op, [v[i] for v, _ in got.values()])
+                 for i in range(j['elems'])], max(e for _, e in got.values()))
 
     def result(self, k, to=None, replay=False, by='both'):
         """The RESULT of chunk k: the wrapped sum of what was counted (on a
@@ -307,14 +369,15 @@ class Scenario:
         sums, exp = self.final[k] if k in self.final else self.sums(k)
         bitmap = sum(1 << r for r in got)
         flags = self.flags[k] | (F_RETX if replay else 0)
-        body = struct.pack('!%di' % len(sums), *sums)
+        dtype, op = self.kind.get(k, (INT32, SUM))
+        body = pack_elems(dtype, sums)
         for r in ([to] if to is not None else range(j['nworkers'])):
             full = True
             if flags & F_ROUTED:
                 full = (r != self.roots[k]) if flags & F_GATHER else (r == self.roots[k])
             h = hdr(RESULT, j['id'], r, j['session'], slot=self.slot(k),
                     flags=flags | (0 if full else F_BRIEF), exp=exp, seq=k,
-                    offset=k * j['elems'], count=j['elems'], bitmap=bitmap)
+                    offset=k * j['elems'], count=j['elems'], bitmap=bitmap, dtype=dtype, op=op)
             self.expect_frame(r, h + (body if full else b''), by)
 
     # -- a tree leaf (docs/protocol.md, "Aggregation trees") --
@@ -831,9 +894,54 @@ def leaf_partial():
     return s
 
 
+def wide64():
+    s = Scenario('wide64', 'int64 and fp64 (docs/protocol.md, "Semantics"): int64 SUM wraps '
+                 'modulo 2^64 and carries across the 32-bit halves, MIN/MAX signed; fp64 SUM '
+                 'in arrival order (-0 + -0 = -0, -0 + +0 = +0, inf + -inf and any NaN give '
+                 'the canonical NaN, subnormals kept), MIN/MAX with -0 below +0; a 64-bit '
+                 'CONTRIB of more than max_elems / 2 elements is TOO_LARGE',
+                 tofino=False, nworkers=3, pool_size=4, window=4, elems=8,
+                 dtypes=(INT32, INT64, FP64), ops=(SUM, MIN, MAX))
+    # The job grants 64 lanes (32 int64 or fp64 elements) of the
+    # aggregator's 256, so that 33 pass the frame checks and meet the job's.
+    s.job['max_elems'], s.job['agg_max_elems'] = 64, 256
+    for r in range(3):
+        s.join(r)
+    imax, imin = (1 << 63) - 1, -(1 << 63)
+    ints = ([imax, 1, 0, 0xffffffff, imin, -1, 1 << 40, 5],
+            [1, imax, 0, 1, -1, imin, -(1 << 41), -7],
+            [0, 0, -1, 0x100000000, imin, 0, 1 << 40, 2])
+    neg0, pos0 = 1 << 63, 0
+    inf, ninf = 0x7FF0000000000000, 0xFFF0000000000000
+    snan, sub = 0x7FF0000000000001, 0x0000000000000001
+    f = f64_bits
+    floats = ([neg0, neg0, inf, snan, sub, f(1.0), f(0.1), f(1e308)],
+              [neg0, pos0, ninf, f(2.0), sub, f(2.0 ** -53), f(0.2), f(1e308)],
+              [neg0, neg0, f(1.0), f(3.0), 0x800FFFFFFFFFFFFF, f(2.0 ** -53), f(0.3),
+               f(-1e308)])
+    orders = ((0, 1, 2), (2, 0, 1), (1, 2, 0))
+    k = 0
+    for dtype, vals in ((INT64, ints), (FP64, floats)):
+        for op in (SUM, MIN, MAX):
+            flags = F_LAST if k == 5 else 0
+            for r in orders[k % 3]:
+                s.contrib(r, k, values=list(vals[r]), flags=flags, dtype=dtype, op=op)
+            s.result(k)
+            k += 1
+    # 33 int64 elements need 66 lanes; the job grants 64.
+    m0 = s.members[0]
+    h = hdr(CONTRIB, s.job['id'], 0, s.job['session'], slot=s.slot(6), flags=s.set_flag(6),
+            seq=6, offset=6 * 8, count=33, dtype=INT64)
+    s.inputs.append((frame(m0['mac'], AGG['mac'], m0['ip'], AGG['ip'], m0['udp_port'],
+                           INCA_PORT, h + pack_elems(INT64, list(range(33)))), False))
+    s.nack(0, 6, NACK_TOO_LARGE, s.job['session'], offset=6 * 8)
+    return s
+
+
 SCENARIOS = [join_static, sum2, sum4_bfp, sum2_large, replay, duplicate, wraparound,
              non_member, bad_token, late_copy, late_reuse, vlan_tagged, stale_session,
-             mismatch, reduce_scatter, all_gather, roce_sum3, roce_replay, leaf_partial]
+             mismatch, reduce_scatter, all_gather, roce_sum3, roce_replay, leaf_partial,
+             wide64]
 
 
 def write_pcap(path, frames):

@@ -203,7 +203,7 @@ def incad_config(agg, sc):
 mode = "aggregator";
 workers = 1;
 idle = { policy = "adaptive"; };
-aggregation = { max_elems = %(max_elems)d; session_seed = 0x%(seed)08X; };
+aggregation = { max_elems = %(agg_max_elems)d; session_seed = 0x%(seed)08X; };
 timeouts = { heartbeat_ms = %(hb)d; evict_ms = %(evict)d; };
 %(roce)s
 ports = (
@@ -221,18 +221,21 @@ jobs = (
 		pool_size = %(pool_size)d;
 		window = %(window)d;
 		max_elems = %(max_elems)d;
-		dtypes = ["int32"];
-		ops = ["sum"];
+		dtypes = [%(dtypes)s];
+		ops = [%(ops)s];
 		members = (
 			%(members)s
 		);
 	}
 );
-''' % {'name': sc['name'], 'max_elems': j['max_elems'], 'hb': sc['timeouts']['heartbeat_ms'],
+''' % {'name': sc['name'], 'max_elems': j['max_elems'],
+       'agg_max_elems': j.get('agg_max_elems', j['max_elems']), 'hb': sc['timeouts']['heartbeat_ms'],
        'evict': sc['timeouts']['evict_ms'], 'agg_ip': agg['ip'], 'agg_mac': agg['mac'],
        'token': j['token'], 'job': j['id'], 'nworkers': j['nworkers'],
        'pool_size': j['pool_size'], 'window': j['window'], 'members': members,
-       'seed': j['session_seed'], 'roce': roce}
+       'seed': j['session_seed'], 'roce': roce,
+       'dtypes': ', '.join('"%s"' % d for d in j.get('dtypes', ['int32'])),
+       'ops': ', '.join('"%s"' % o for o in j.get('ops', ['sum']))}
 
 
 def run_incad(incad, vec_dir, agg, sc, timeout):
