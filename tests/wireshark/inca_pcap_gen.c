@@ -171,6 +171,20 @@ fmt_float(char *buf, size_t cap, float v)
 		snprintf(buf, cap, "%.9g", (double)v);
 }
 
+/* A double as the test parses it back: %.17g is exact for fp64. */
+static void
+fmt_double(char *buf, size_t cap, double v)
+{
+	if (isnan(v))
+		snprintf(buf, cap, "NaN");
+	else if (isinf(v))
+		snprintf(buf, cap, v < 0 ? "-inf" : "inf");
+	else if (v == 0 && signbit(v))
+		snprintf(buf, cap, "-0");
+	else
+		snprintf(buf, cap, "%.17g", v);
+}
+
 /*
  * The first elements of a data message body (at most EXPECT_ELEMS: the
  * dissector shows 16 by default), and their bit patterns for floats.
@@ -178,7 +192,7 @@ fmt_float(char *buf, size_t cap, float v)
 static void
 expect_elems(struct gen *g, unsigned int dtype, const uint8_t *body, size_t n)
 {
-	char vals[EXPECT_ELEMS * 24], bits[EXPECT_ELEMS * 12], one[48];
+	char vals[EXPECT_ELEMS * 32], bits[EXPECT_ELEMS * 20], one[48];
 	size_t vl = 0, bl = 0, i;
 
 	vals[0] = bits[0] = '\0';
@@ -187,7 +201,25 @@ expect_elems(struct gen *g, unsigned int dtype, const uint8_t *body, size_t n)
 	for (i = 0; i < n; i++) {
 		const uint8_t *p = body + i * inca_dtype_size(dtype);
 		uint32_t w = 0;
+		uint64_t q = 0;
+		double d;
 		float f;
+		unsigned b;
+
+		if (inca_dtype_size(dtype) == 8) {
+			for (b = 0; b < 8; b++)
+				q = q << 8 | p[b];
+			memcpy(&d, &q, 8);
+			if (dtype == INCA_DTYPE_INT64)
+				snprintf(one, sizeof(one), "%lld", (long long)(int64_t)q);
+			else
+				fmt_double(one, sizeof(one), d);
+			vl += snprintf(vals + vl, sizeof(vals) - vl, "%s%s", i ? "," : "", one);
+			if (dtype == INCA_DTYPE_FP64)
+				bl += snprintf(bits + bl, sizeof(bits) - bl, "%s0x%016llx",
+					       i ? "," : "", (unsigned long long)q);
+			continue;
+		}
 
 		if (inca_dtype_size(dtype) == 4)
 			w = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | p[2] << 8 | p[3];
@@ -214,7 +246,7 @@ expect_elems(struct gen *g, unsigned int dtype, const uint8_t *body, size_t n)
 				       dtype == INCA_DTYPE_FP32 ? 8 : 4, w);
 	}
 	kv(g, "elems", "%s", vals);
-	if (dtype != INCA_DTYPE_INT32)
+	if (dtype != INCA_DTYPE_INT32 && dtype != INCA_DTYPE_INT64)
 		kv(g, "bits", "%s", bits);
 }
 
@@ -442,9 +474,31 @@ elem(uint8_t *p, unsigned int dtype, unsigned int i, int salt)
 		0x3f80, 0xc040, 0x7f7f, 0x0001, 0x7f80, 0xff80, 0x7fc0, 0x8000, 0x3eab,
 		0x007f,
 	};
+	static const uint64_t i64[] = { 1, 0xfffffffffffffffe, 0x7fffffffffffffff,
+					0x8000000000000000, 0, 0x100000000 };
+	static const uint64_t f64[] = {
+		0x3ff8000000000000, 0x8000000000000000, 0x7ff0000000000000,
+		0xfff0000000000000, 0x7ff8000000000000, 0x7fefffffffffffff,
+		0x0000000000000001, 0x3fb999999999999a, 0xc059000000000000,
+	};
+	uint64_t q;
 	uint32_t v;
+	double d;
 
 	switch (dtype) {
+	case INCA_DTYPE_INT64:
+	case INCA_DTYPE_FP64:
+		d = (double)(salt + 1) * 0.125 * (double)i - 7.0;
+		if (dtype == INCA_DTYPE_INT64)
+			q = i < sizeof(i64) / 8 ? i64[i] :
+			    (uint64_t)((int64_t)salt * 1000000000000LL + (int64_t)i * 7 - 50);
+		else if (i < sizeof(f64) / 8)
+			q = f64[i];
+		else
+			memcpy(&q, &d, 8);
+		put32(p, (uint32_t)(q >> 32));
+		put32(p + 4, (uint32_t)q);
+		break;
 	case INCA_DTYPE_INT32:
 		v = i < sizeof(i32) / 4 ? i32[i] : (uint32_t)(salt * 1000 + (int)i * 7 - 50);
 		put32(p, v);

@@ -79,8 +79,10 @@ local DTYPES = {
 	[1] = { "fp32", 4 },
 	[2] = { "fp16", 2 },
 	[3] = { "bf16", 2 },
+	[4] = { "int64", 8 },
+	[5] = { "fp64", 8 },
 }
-local D_INT32 = 0
+local D_INT32, D_INT64, D_FP64 = 0, 4, 5
 
 -- INCA_OPS: value = name (as inca_op_name()).
 local OPS = {
@@ -266,6 +268,8 @@ local elem_hf = {
 	[1] = ProtoField.float("inca.elem.fp32", "Element"),
 	[2] = ProtoField.float("inca.elem.fp16", "Element"),
 	[3] = ProtoField.float("inca.elem.bf16", "Element"),
+	[4] = ProtoField.int64("inca.elem.int64", "Element", base.DEC),
+	[5] = ProtoField.double("inca.elem.fp64", "Element"),
 }
 for v, f in pairs(elem_hf) do
 	hf["elem_" .. v] = f
@@ -353,7 +357,8 @@ local function bf16_value(b)
 	return neg and -v or v
 end
 
-local function fmt_float(v)
+-- %.9g is exact for fp32, %.17g for fp64 (@digits).
+local function fmt_float(v, digits)
 	if v ~= v then
 		return "NaN"
 	elseif v == math.huge then
@@ -363,7 +368,7 @@ local function fmt_float(v)
 	elseif v == 0 and 1 / v < 0 then
 		return "-0"
 	end
-	return string.format("%.9g", v)
+	return string.format("%." .. (digits or 9) .. "g", v)
 end
 
 local function has(flags, f)
@@ -455,6 +460,13 @@ local function dissect_payload(tvb, tree, h, body_len)
 		local r = tvb(off, size)
 		if h.dtype == D_INT32 then
 			pt:add(f, r, r:int(), string.format("[%d] %d", i, r:int()))
+		elseif h.dtype == D_INT64 then
+			local v = r:int64()
+			pt:add(f, r, v, string.format("[%d] %s", i, tostring(v)))
+		elseif h.dtype == D_FP64 then
+			local v = r:float()
+			pt:add(f, r, v, string.format("[%d] %s (0x%s)", i, fmt_float(v, 17),
+						      r:uint64():tohex(16)))
 		elseif h.dtype == 1 then
 			local v = r:float()
 			local bits = r:uint()
@@ -819,7 +831,10 @@ local function dissect(tvb, pinfo, tree, env)
 	end
 	local ctrl_ok = false
 	if data and dsize then
-		if h.count == 0 or h.count > MAX_ELEMS or h.count * dsize > MAX_PAYLOAD_BYTES then
+		-- max_elems counts 32-bit lanes: an 8-byte element takes two.
+		local lanes = dsize == 8 and 2 or 1
+		if h.count == 0 or h.count * lanes > MAX_ELEMS or
+		   h.count * dsize > MAX_PAYLOAD_BYTES then
 			flag_err("COUNT", items.count, string.format("%d elements of %d bytes",
 								     h.count, dsize))
 		end
