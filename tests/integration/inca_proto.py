@@ -115,7 +115,10 @@ UDP_PORT = _W['UDP_PORT']
 MAX_PAYLOAD = _W['MAX_PAYLOAD_BYTES']
 
 # Element formats for struct, per data type: all big-endian on the wire.
-_ELEM = {DTYPE['INT32']: 'I', DTYPE['FP32']: 'I', DTYPE['FP16']: 'H', DTYPE['BF16']: 'H'}
+_ELEM = {DTYPE['INT32']: 'I', DTYPE['FP32']: 'I', DTYPE['FP16']: 'H', DTYPE['BF16']: 'H',
+         DTYPE['INT64']: 'Q', DTYPE['FP64']: 'Q'}
+# Every data type wire.h defines, as a JOIN's dtypes mask.
+ALL_DTYPES = (1 << len(DTYPE)) - 1
 
 
 class Nacked(Exception):
@@ -183,6 +186,14 @@ def fp32_bits(x):
 
 def fp32_value(b):
     return struct.unpack('!f', struct.pack('!I', b))[0]
+
+
+def fp64_bits(x):
+    return struct.unpack('!Q', struct.pack('!d', x))[0]
+
+
+def fp64_value(b):
+    return struct.unpack('!d', struct.pack('!Q', b))[0]
 
 
 def fp16_bits(x):
@@ -282,7 +293,7 @@ class Worker:
         raise TimeoutError('no %s from %s:%d' % (answer, self.agg[0], self.agg[1]))
 
     def hello(self):
-        body = ctrl_pack(ver_min=VERSION, ver_max=VERSION, dtypes=0xf, ops=0x7)
+        body = ctrl_pack(ver_min=VERSION, ver_max=VERSION, dtypes=ALL_DTYPES, ops=0x7)
         msg = hdr_pack(type=MSG['HELLO']) + body
         for _ in range(40):
             self._send(msg)
@@ -291,7 +302,7 @@ class Worker:
                 return ctrl_unpack(b)
         raise TimeoutError('no CAPS from %s:%d' % self.agg)
 
-    def join(self, dtypes=0xf, ops=0x7):
+    def join(self, dtypes=ALL_DTYPES, ops=0x7):
         body = ctrl_pack(ver_min=VERSION, ver_max=VERSION, dtypes=dtypes, ops=ops,
                          nworkers=self.nworkers, **self.want)
         h, b = self._ctrl('JOIN', 'JOIN_ACK', body)
@@ -325,7 +336,8 @@ class Worker:
         if self.ack is None:
             raise RuntimeError('join first')
         esz = DTYPE_SIZE[dtype]
-        chunk = chunk or min(self.ack['max_elems'], MAX_PAYLOAD // esz)
+        # max_elems counts 32-bit lanes: an 8-byte element takes two.
+        chunk = chunk or min(self.ack['max_elems'] // max(esz // 4, 1), MAX_PAYLOAD // esz)
         chunks = [(o, min(chunk, len(elems) - o)) for o in range(0, len(elems), chunk)]
         n = len(chunks)
         W = self.ack['window']
@@ -433,24 +445,41 @@ def gen_data(dtype_name, op_name, rank, n, seed):
         # Multiples of 1/8 up to 4: sums of up to 8 are below 32, multiples of
         # 1/8, exact in an 8-bit significand.
         return [bf16_bits(rnd.randint(-32, 32) / 8.0) for _ in range(n)]
+    if d == 'int64':
+        # Full range: sums wrap modulo 2^64, carries cross the 32-bit halves.
+        return [rnd.getrandbits(64) for _ in range(n)]
+    if d == 'fp64':
+        # Multiples of 2^-16 up to 2^40: partial sums of up to 8 are below
+        # 2^43 and exact in a 53-bit significand; every 97th element a
+        # subnormal or huge power of two times (rank + 1), zeros of both
+        # signs for MIN/MAX.
+        out = []
+        for i in range(n):
+            if i % 97 == 13:
+                x = math.ldexp(rank + 1, [-1070, -1060, 900, 1000][(i // 97) % 4])
+            elif i % 89 == 7 and op_name.lower() != 'sum':
+                x = math.copysign(0.0, -1 if (rank + i // 89) % 2 else 1)
+            else:
+                x = rnd.randint(-(1 << 56), 1 << 56) / 65536.0
+            out.append(fp64_bits(x))
+        return out
     raise ValueError(dtype_name)
-
-
-def _to_signed(u):
-    return u - (1 << 32) if u & 0x80000000 else u
 
 
 def expected(dtype_name, op_name, inputs):
     """Reduce the workers' raw inputs (list of lists) the way decisions.md says."""
     d, op = dtype_name.lower(), op_name.lower()
     n = len(inputs[0])
-    if d == 'int32':
+    if d in ('int32', 'int64'):
+        w = 32 if d == 'int32' else 64
+        mask = (1 << w) - 1
         if op == 'sum':
-            return [sum(col) & 0xffffffff for col in zip(*inputs)]
+            return [sum(col) & mask for col in zip(*inputs)]
         f = min if op == 'min' else max
-        return [f(_to_signed(x) for x in col) & 0xffffffff for col in zip(*inputs)]
-    val = {'fp32': fp32_value, 'fp16': fp16_value, 'bf16': bf16_value}[d]
-    bits = {'fp32': fp32_bits, 'fp16': fp16_bits, 'bf16': bf16_bits}[d]
+        signed = [[x - (1 << w) if x >> (w - 1) else x for x in col] for col in zip(*inputs)]
+        return [f(col) & mask for col in signed]
+    val = {'fp32': fp32_value, 'fp16': fp16_value, 'bf16': bf16_value, 'fp64': fp64_value}[d]
+    bits = {'fp32': fp32_bits, 'fp16': fp16_bits, 'bf16': bf16_bits, 'fp64': fp64_bits}[d]
     out = []
     for i in range(n):
         xs = [val(inp[i]) for inp in inputs]

@@ -35,7 +35,8 @@ INCAD = None
 # reused several times.
 COLLECTIVES = ['int32:sum:3077:1', 'int32:min:1500:2', 'int32:max:1500:3',
                'fp32:sum:3077:4', 'fp16:sum:2000:5', 'bf16:sum:2000:6',
-               'fp32:min:1000:7', 'fp32:max:1000:8']
+               'fp32:min:1000:7', 'fp32:max:1000:8', 'int64:sum:1500:9', 'int64:min:700:10',
+               'fp64:sum:1500:11', 'fp64:max:700:12']
 POOL = 16
 
 
@@ -128,7 +129,8 @@ def test_ping_workers():
 
 
 def test_allreduce_2():
-    """2 workers: int32 sum/min/max, fp32/fp16/bf16 sum, fp32 min/max, exact."""
+    """2 workers: int32 sum/min/max, fp32/fp16/bf16 sum, fp32 min/max, int64
+    sum/min, fp64 sum/max, exact."""
     allreduce_test('ar2', 2)
 
 
