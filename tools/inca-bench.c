@@ -184,6 +184,14 @@ gen_i(unsigned r, size_t i)
 	return (int32_t)((uint32_t)i * 2654435761u + (r + 1) * 0x01000193u);
 }
 
+/* int64: large values whose sums wrap and carry across the 32-bit halves. */
+static int64_t
+gen_l(unsigned r, size_t i)
+{
+	return (int64_t)((uint64_t)i * UINT64_C(0x9e3779b97f4a7c15) +
+			 (r + 1) * UINT64_C(0x100000001b3));
+}
+
 static void
 fill(void *buf, unsigned dtype, unsigned rank, size_t count)
 {
@@ -193,6 +201,12 @@ fill(void *buf, unsigned dtype, unsigned rank, size_t count)
 		switch (dtype) {
 		case INCA_DTYPE_INT32:
 			((int32_t *)buf)[i] = gen_i(rank, i);
+			break;
+		case INCA_DTYPE_INT64:
+			((int64_t *)buf)[i] = gen_l(rank, i);
+			break;
+		case INCA_DTYPE_FP64:
+			((double *)buf)[i] = gen_f(rank, i);
 			break;
 		case INCA_DTYPE_FP32:
 			((float *)buf)[i] = gen_f(rank, i);
@@ -228,6 +242,29 @@ verify_at(const void *buf, unsigned dtype, unsigned op, unsigned n, size_t count
 					acc = (uint32_t)v;
 			}
 			bad += ((const uint32_t *)buf)[i] != acc;
+			continue;
+		}
+		if (dtype == INCA_DTYPE_INT64) {
+			uint64_t acc = (uint64_t)gen_l(0, i);
+
+			for (r = 1; r < n; r++) {
+				int64_t v = gen_l(r, i);
+
+				if (op == INCA_OP_SUM)
+					acc += (uint64_t)v;
+				else if ((op == INCA_OP_MIN) == (v < (int64_t)acc))
+					acc = (uint64_t)v;
+			}
+			bad += ((const uint64_t *)buf)[i] != acc;
+			continue;
+		}
+		if (dtype == INCA_DTYPE_FP64) {
+			double acc = gen_f(0, i);
+
+			for (r = 1; r < n; r++)
+				acc = op == INCA_OP_SUM ? acc + gen_f(r, i) :
+				      op == INCA_OP_MIN ? fmin(acc, gen_f(r, i)) : fmax(acc, gen_f(r, i));
+			bad += ((const double *)buf)[i] != acc;
 			continue;
 		}
 		float acc = gen_f(0, i), got;
@@ -379,6 +416,28 @@ fb_combine(void *acc, const void *in, size_t count, unsigned dtype, unsigned op)
 	size_t i;
 
 	for (i = 0; i < count; i++) {
+		if (dtype == INCA_DTYPE_INT64) {
+			int64_t *a = acc, v = ((const int64_t *)in)[i];
+
+			if (op == INCA_OP_SUM)
+				a[i] = (int64_t)((uint64_t)a[i] + (uint64_t)v);
+			else if ((op == INCA_OP_MIN) == (v < a[i]))
+				a[i] = v;
+			continue;
+		}
+		if (dtype == INCA_DTYPE_FP64) {
+			double *a = acc, x = a[i], y = ((const double *)in)[i];
+
+			if (op == INCA_OP_SUM)
+				a[i] = x + y;
+			else if (isnan(x) || isnan(y))
+				a[i] = NAN;
+			else if (x == y)
+				a[i] = (op == INCA_OP_MIN) == (signbit(y) != 0) ? y : x;
+			else
+				a[i] = (op == INCA_OP_MIN) == (y < x) ? y : x;
+			continue;
+		}
 		if (dtype == INCA_DTYPE_INT32) {
 			int32_t *a = acc, v = ((const int32_t *)in)[i];
 
@@ -414,8 +473,9 @@ tcp_allreduce(void *ctx, const struct inca_fallback_args *a)
 			return -1;
 		return 0;
 	}
-	/* Accumulate in int32 / fp32 lanes, then write the dtype back. */
-	size_t need = a->count * 4 + bytes;
+	/* Accumulate in int32 / fp32 lanes (int64 / fp64 in their own), then
+	 * write the dtype back. */
+	size_t need = a->count * (es == 8 ? 8 : 4) + bytes;
 
 	if (t->tmp_len < need) {
 		free(t->tmp);
@@ -424,9 +484,9 @@ tcp_allreduce(void *ctx, const struct inca_fallback_args *a)
 		if (t->tmp == NULL)
 			return -1;
 	}
-	uint8_t *acc = t->tmp, *in = t->tmp + a->count * 4;
+	uint8_t *acc = t->tmp, *in = t->tmp + a->count * (es == 8 ? 8 : 4);
 
-	if (a->dtype == INCA_DTYPE_INT32)
+	if (a->dtype == INCA_DTYPE_INT32 || es == 8)
 		memcpy(acc, a->sendbuf, bytes);
 	else
 		for (i = 0; i < a->count; i++)
@@ -442,7 +502,7 @@ tcp_allreduce(void *ctx, const struct inca_fallback_args *a)
 		else if (a->dtype == INCA_DTYPE_BF16)
 			((uint16_t *)a->recvbuf)[i] = inca_fp32_to_bf16(((float *)acc)[i]);
 	}
-	if (es == 4)
+	if (es >= 4)
 		memcpy(a->recvbuf, acc, bytes);
 	for (r = 1; r < t->n; r++)
 		if (full_io(t->peer[r], a->recvbuf, bytes, true) < 0)

@@ -22,6 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Rack, Incad, check, log, run_test  # noqa: E402
+from inca_proto import DTYPE  # noqa: E402
 
 TOKEN = 0x494E4341  # tools/rack conf: job 1's token; job 1 + k has TOKEN + k
 # Byte sizes, not multiples of a chunk: 1 element, a few, just over one
@@ -74,7 +75,7 @@ def run_benches(rack, groups, timeout, env=None):
                 p.wait()
 
 
-def check_sweep(out, n, dtypes=4, ops=3, nsizes=len(SIZES.split(','))):
+def check_sweep(out, n, dtypes=len(DTYPE), ops=3, nsizes=len(SIZES.split(','))):
     rows = out['results']
     check(out['nworkers'] == n, 'nworkers %s, want %d', out['nworkers'], n)
     check(len(rows) == dtypes * ops * nsizes, '%d rows, want %d', len(rows),

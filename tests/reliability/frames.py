@@ -325,7 +325,7 @@ def random_inca(a, rnd, max_elems):
     random message of version 1 whose fields are drawn near the limits."""
     types = list(P.MSG.values()) + [0, 12, rnd.getrandbits(8)]
     t = rnd.choice(types)
-    h = dict(type=t, dtype=rnd.choice((0, 1, 2, 3, 4, rnd.getrandbits(8))),
+    h = dict(type=t, dtype=rnd.choice(tuple(range(len(P.DTYPE) + 1)) + (rnd.getrandbits(8),)),
              op=rnd.choice((0, 1, 2, 3, rnd.getrandbits(8))),
              job=rnd.choice((0, 4000 + rnd.randrange(1000), rnd.getrandbits(16))),
              rank=rnd.choice((0, 1, 31, 32, rnd.getrandbits(16))),
