@@ -1249,6 +1249,26 @@ START_TEST(test_accept_edges)
 	m.count = 1;
 	len = encode_msg(&m, buf);
 	ck_assert_int_eq(decode_exact(buf, len, 1, &d), INCA_WIRE_OK);
+	/* 64-bit elements take two lanes of max_elems: 32 of them fill 64,
+	 * 33 do not fit; 1024 (8192 bytes) is the largest message. */
+	m.dtype = INCA_DTYPE_INT64;
+	m.count = INCA_PAYLOAD_SMALL / 2;
+	len = encode_msg(&m, buf);
+	ck_assert_int_eq(decode_exact(buf, len, INCA_PAYLOAD_SMALL, &d), INCA_WIRE_OK);
+	m.dtype = INCA_DTYPE_FP64;
+	m.count = INCA_PAYLOAD_SMALL / 2 + 1;
+	len = encode_msg(&m, buf);
+	ck_assert_int_eq(decode_exact(buf, len, INCA_PAYLOAD_SMALL, &d), INCA_WIRE_COUNT);
+	ck_assert_int_eq(decode_exact(buf, len, INCA_PAYLOAD_SMALL + 2, &d), INCA_WIRE_OK);
+	m.count = INCA_MAX_PAYLOAD_BYTES / 8;
+	len = encode_msg(&m, buf);
+	ck_assert_int_eq(decode_exact(buf, len, 0, &d), INCA_WIRE_OK);
+	m.count++;
+	len = encode_msg(&m, buf);
+	ck_assert_int_eq(decode_exact(buf, len, 0, &d), INCA_WIRE_COUNT);
+	ck_assert_uint_eq(inca_dtype_lanes(INCA_DTYPE_INT64), 2);
+	ck_assert_uint_eq(inca_dtype_lanes(INCA_DTYPE_FP16), 1);
+	ck_assert_uint_eq(inca_dtype_lanes(INCA_DTYPE_COUNT), 0);
 
 	/* Every flag that goes with a body and BFP together is fine on int32. */
 	base_msg(INCA_MSG_RESULT, &m);
