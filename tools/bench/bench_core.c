@@ -62,6 +62,7 @@ struct bench {
 	unsigned dtype;
 	unsigned nbuf;
 	size_t body_len;
+	size_t lanes;      /* 32-bit accumulator lanes of one chunk */
 	uint8_t **bufs;    /* nbuf payloads in wire format, at PAYLOAD_SKEW */
 	uint32_t *accs;    /* window accumulators for the kernel runs */
 	uint8_t *result;   /* one RESULT message */
@@ -129,6 +130,18 @@ fill_payload(uint8_t *w, unsigned dtype, unsigned n)
 		float f = rnd_unit();
 		uint32_t v;
 
+		if (inca_dtype_size(dtype) == 8) {
+			/* int64 with room for 32 workers; fp64 the same floats. */
+			double d = f;
+			uint64_t q = (uint64_t)rnd() << 26 | rnd() >> 6;
+			unsigned k;
+
+			if (dtype == INCA_DTYPE_FP64)
+				memcpy(&q, &d, 8);
+			for (k = 0; k < 8; k++)
+				w[8 * i + k] = (uint8_t)(q >> (56 - 8 * k));
+			continue;
+		}
 		switch (dtype) {
 		case INCA_DTYPE_INT32:
 			v = rnd() >> 6; /* room for 32 workers without wrapping */
@@ -179,7 +192,9 @@ bench_init(struct bench *b, const struct opts *o, unsigned dtype)
 	b->nbuf = o->workers * NBUF_PER_WORKER;
 	b->body_len = (size_t)o->elems * inca_dtype_size(dtype);
 	b->bufs = calloc(b->nbuf, sizeof(*b->bufs));
-	b->accs = calloc((size_t)o->window * o->elems, sizeof(*b->accs));
+	/* A 64-bit element takes two 32-bit lanes of an accumulator. */
+	b->lanes = (size_t)o->elems * inca_dtype_lanes(dtype);
+	b->accs = calloc((size_t)o->window * b->lanes, sizeof(*b->accs));
 	b->result = malloc(INCA_HDR_LEN + b->body_len);
 	if (b->bufs == NULL || b->accs == NULL || b->result == NULL)
 		goto fail;
@@ -219,7 +234,7 @@ run_kernels(struct bench *b, struct run_stats *st)
 	do {
 		for (r = 0; r < o->workers; r++) {
 			for (c = 0; c < o->window; c++) {
-				uint32_t *acc = b->accs + (size_t)c * o->elems;
+				uint32_t *acc = b->accs + (size_t)c * b->lanes;
 
 				if (r == 0)
 					init(acc, payload(b, k0 + c, r), o->elems);
@@ -228,7 +243,7 @@ run_kernels(struct bench *b, struct run_stats *st)
 			}
 		}
 		for (c = 0; c < o->window; c++) {
-			export(out, b->accs + (size_t)c * o->elems, o->elems);
+			export(out, b->accs + (size_t)c * b->lanes, o->elems);
 			b->sink += out[0];
 		}
 		k0 += o->window;
@@ -250,7 +265,7 @@ run_agg(struct bench *b, struct run_stats *st)
 		.token = 0x1c0ffee,
 		.nworkers = (uint16_t)o->workers,
 		.pool_size = (uint16_t)o->pool,
-		.max_elems = (uint16_t)o->elems,
+		.max_elems = (uint16_t)b->lanes,
 		.dtypes = (uint16_t)(1u << b->dtype),
 		.ops = (uint16_t)(1u << o->op),
 		.seq_check = true,
@@ -523,7 +538,8 @@ main(int argc, char **argv)
 	       "Mcontr/s", "[min .. max]", "ns/contr", "on-cpu", "vs port");
 
 	for (dtype = 0; dtype < INCA_DTYPE_COUNT; dtype++) {
-		if ((size_t)o.elems * inca_dtype_size(dtype) > INCA_MAX_PAYLOAD_BYTES) {
+		if ((size_t)o.elems * inca_dtype_size(dtype) > INCA_MAX_PAYLOAD_BYTES ||
+		    (size_t)o.elems * inca_dtype_lanes(dtype) > INCA_MAX_ELEMS) {
 			printf("%-8s %-6s skipped: %u elements exceed %u payload bytes\n", "-",
 			       inca_dtype_name(dtype), o.elems, INCA_MAX_PAYLOAD_BYTES);
 			continue;
