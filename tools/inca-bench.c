@@ -53,10 +53,11 @@ struct bench {
 	 * S, the reduce-scatter's input (each rank keeps S / N), the
 	 * all-gather's output (each rank gives S / N).
 	 */
-	enum { COLL_ALLREDUCE, COLL_RSCAT, COLL_AGATHER } coll;
+	enum { COLL_ALLREDUCE, COLL_RSCAT, COLL_AGATHER, COLL_REDUCE } coll;
+	unsigned root;          /* COLL_REDUCE: the rank that receives the result */
 };
 
-static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgather"};
+static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgather", "reduce"};
 
 /* Figures per size exchanged between ranks (gather_figures). */
 #define NFIG 5
@@ -116,7 +117,8 @@ usage(FILE *f)
 		"  -k, --inflight K            split each message into K iallreduce\n"
 		"  -C, --collective C          allreduce, reduce_scatter or allgather (sizes\n"
 		"                              are the whole tensor: S in, S / N out, or the\n"
-		"                              reverse)\n"
+		"                              reverse), or reduce (to --root)\n"
+		"      --root R                reduce: the root rank (default 0)\n"
 		"      --in-place              sendbuf == recvbuf\n"
 		"      --fallback-tcp IP:PORT  host allreduce through rank 0 at IP:PORT when\n"
 		"                              the aggregator fails (rank 0 listens there)\n"
@@ -470,6 +472,8 @@ one_allreduce(struct bench *b, struct inca_comm *c, const void *in, void *out, s
 	if (b->coll == COLL_AGATHER)
 		return inca_allgather(c, b->inplace ? INCA_IN_PLACE : in, out,
 				      count / b->o.size * es);
+	if (b->coll == COLL_REDUCE)
+		return inca_reduce(c, in, out, count, b->dtype, b->op, b->root);
 	if (n <= 1)
 		return inca_allreduce(c, b->inplace ? INCA_IN_PLACE : in, out, count, b->dtype,
 				      b->op);
@@ -518,6 +522,9 @@ check_out(const struct bench *b, const void *out, size_t count, void *in)
 		fill(in, b->dtype, b->o.rank, block);
 		return bad;
 	}
+	/* A reduce's result is the root's only. */
+	if (b->coll == COLL_REDUCE && b->o.rank != b->root)
+		return 0;
 	return verify(out, b->dtype, b->op, b->o.size, count);
 }
 
@@ -742,6 +749,7 @@ main(int argc, char **argv)
 		{"in-place", no_argument, NULL, 1},
 		{"fallback-tcp", required_argument, NULL, 5},
 		{"verify-each", no_argument, NULL, 6},
+		{"root", required_argument, NULL, 7},
 		{"no-verify", no_argument, NULL, 2},
 		{"csv", no_argument, NULL, 3},
 		{"json", no_argument, NULL, 4},
@@ -829,9 +837,9 @@ main(int argc, char **argv)
 			break;
 		case 'k': b.inflight = num("-k", optarg, 64); break;
 		case 'C':
-			for (k = 0; k < 3 && strcmp(optarg, coll_names[k]) != 0; k++)
+			for (k = 0; k < 4 && strcmp(optarg, coll_names[k]) != 0; k++)
 				;
-			if (k == 3) {
+			if (k == 4) {
 				fprintf(stderr, "inca-bench: unknown collective '%s'\n", optarg);
 				return 2;
 			}
@@ -843,6 +851,7 @@ main(int argc, char **argv)
 		case 4: b.json = true; break;
 		case 5: b.fb_addr = optarg; break;
 		case 6: b.verify_each = true; break;
+		case 7: b.root = num("--root", optarg, 1u << 16); break;
 		case 'v': b.verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
