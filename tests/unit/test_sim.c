@@ -1493,6 +1493,8 @@ START_TEST(test_tree_routed)
 	tree_routed("tree-routed-clean", 7, 3, 0, 2);
 	tree_routed("tree-routed-5%", 8, 2, 500, 4);
 	tree_routed("tree-routed-20%", 6, 3, 2000, 2);
+	/* Beyond 32 ranks: roots a leaf's members can name only at their leaf. */
+	tree_routed("tree-routed-96", 96, 4, 100, 1);
 }
 END_TEST
 
