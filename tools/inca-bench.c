@@ -55,6 +55,7 @@ struct bench {
 	 */
 	enum { COLL_ALLREDUCE, COLL_RSCAT, COLL_AGATHER, COLL_REDUCE } coll;
 	unsigned root;          /* COLL_REDUCE: the rank that receives the result */
+	unsigned colls[4], ncolls; /* -C: the collectives, run in this order */
 };
 
 static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgather", "reduce"};
@@ -115,7 +116,7 @@ usage(FILE *f)
 		"  -G, --give-up-ms N          give up after silence (INCA_GIVE_UP_MS)\n"
 		"  -F, --float-mode M          auto, native, bfp (INCA_FLOAT_MODE)\n"
 		"  -k, --inflight K            split each message into K iallreduce\n"
-		"  -C, --collective C          allreduce, reduce_scatter or allgather (sizes\n"
+		"  -C, --collective C[,C...]   allreduce, reduce_scatter or allgather (sizes\n"
 		"                              are the whole tensor: S in, S / N out, or the\n"
 		"                              reverse), or reduce (to --root)\n"
 		"      --root R                reduce: the root rank (default 0)\n"
@@ -836,15 +837,24 @@ main(int argc, char **argv)
 					 !strcmp(optarg, "bfp") ? INCA_FLOAT_BFP : INCA_FLOAT_AUTO;
 			break;
 		case 'k': b.inflight = num("-k", optarg, 64); break;
-		case 'C':
-			for (k = 0; k < 4 && strcmp(optarg, coll_names[k]) != 0; k++)
-				;
-			if (k == 4) {
-				fprintf(stderr, "inca-bench: unknown collective '%s'\n", optarg);
-				return 2;
+		case 'C': {
+			char *tok, *save;
+
+			/* A comma list: one communicator (one job) runs them all. */
+			b.ncolls = 0;
+			for (tok = strtok_r(optarg, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
+				for (k = 0; k < 4 && strcmp(tok, coll_names[k]) != 0; k++)
+					;
+				if (k == 4 || b.ncolls == 4) {
+					fprintf(stderr, "inca-bench: unknown collective '%s'"
+						", or more than 4\n", tok);
+					return 2;
+				}
+				b.colls[b.ncolls++] = k;
 			}
-			b.coll = k;
 			break;
+		}
 		case 1: b.inplace = true; break;
 		case 2: b.verify = false; break;
 		case 3: b.csv = true; break;
@@ -913,26 +923,32 @@ main(int argc, char **argv)
 			       info.udp_gro ? "on" : "off", info.in_fallback ? ", IN FALLBACK" : "");
 	}
 
-	for (unsigned di = 0; di < b.ndtypes && ret >= 0; di++) {
-		for (unsigned oi = 0; oi < b.nops && ret >= 0; oi++) {
-			b.dtype = b.dtypes[di];
-			b.op = b.ops[oi];
-			if (b.o.rank == 0 && !b.json && !b.csv)
-				printf("# %s %s\n%12s %10s %11s %11s %11s %11s %12s %7s "
-				       "%7s %9s %6s\n", inca_dtype_name(b.dtype),
-				       inca_op_name(b.op), "bytes", "count", "avg_us", "min_us",
-				       "max_us", "median_us", "algbw_MB/s", "util", "x_S/B",
-				       "cpu_s/GiB", "check");
-			if (b.nsizes > 0) {
-				for (k = 0; k < b.nsizes && ret >= 0; k++)
-					ret = run_size(&b, c, in, out, b.sizes[k], &first_row,
-						       &rc);
-			} else {
-				size_t es = inca_dtype_size(b.dtype);
+	if (b.ncolls == 0)
+		b.colls[b.ncolls++] = COLL_ALLREDUCE;
+	for (unsigned ci = 0; ci < b.ncolls && ret >= 0; ci++) {
+		for (unsigned di = 0; di < b.ndtypes && ret >= 0; di++) {
+			for (unsigned oi = 0; oi < b.nops && ret >= 0; oi++) {
+				b.coll = b.colls[ci];
+				b.dtype = b.dtypes[di];
+				b.op = b.ops[oi];
+				if (b.o.rank == 0 && !b.json && !b.csv)
+					printf("# %s %s\n%12s %10s %11s %11s %11s %11s %12s "
+					       "%7s %7s %9s %6s\n", inca_dtype_name(b.dtype),
+					       inca_op_name(b.op), "bytes", "count", "avg_us",
+					       "min_us", "max_us", "median_us", "algbw_MB/s",
+					       "util", "x_S/B", "cpu_s/GiB", "check");
+				if (b.nsizes > 0) {
+					for (k = 0; k < b.nsizes && ret >= 0; k++)
+						ret = run_size(&b, c, in, out, b.sizes[k],
+							       &first_row, &rc);
+				} else {
+					size_t es = inca_dtype_size(b.dtype);
 
-				for (bytes = b.min_bytes < es ? es : b.min_bytes;
-				     bytes <= b.max_bytes && ret >= 0; bytes *= 2)
-					ret = run_size(&b, c, in, out, bytes, &first_row, &rc);
+					for (bytes = b.min_bytes < es ? es : b.min_bytes;
+					     bytes <= b.max_bytes && ret >= 0; bytes *= 2)
+						ret = run_size(&b, c, in, out, bytes, &first_row,
+							       &rc);
+				}
 			}
 		}
 	}

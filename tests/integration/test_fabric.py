@@ -157,6 +157,22 @@ def uplink_lost(rack):
     return n
 
 
+def settle(leaves, timeout=30):
+    """Wait until every leaf holds a parent session and has not rejoined for
+    a second: the tree's incarnations have stopped changing."""
+    end = time.monotonic() + timeout
+    last, since = None, time.monotonic()
+    while time.monotonic() < end:
+        jobs = [job_of(leaf) for leaf in leaves]
+        now = [(j.get('parent_state'), j.get('parent_joins')) for j in jobs]
+        if now != last:
+            last, since = now, time.monotonic()
+        elif all(s == 'up' for s, _ in now) and time.monotonic() - since >= 1:
+            return
+        time.sleep(0.1)
+    raise Failed('the leaves did not settle in %d s: %s' % (timeout, last))
+
+
 def partials_resent(leaves):
     n = 0
     for leaf in leaves:
@@ -174,14 +190,18 @@ ROUTED_RUNS = (('reduce_scatter', []), ('allgather', []), ('reduce', ['--root', 
                ('reduce', ['--root', '6']))
 
 
-def routed_exact(rack, sizes, tag):
-    """Every routed collective, int32 and fp32 sums, exact on all 8 ranks,
-    through the tree (ROUTED granted, no fallback)."""
-    for coll, extra in ROUTED_RUNS:
+def routed_exact(rack, runs, sizes, tag):
+    """Routed collectives (runs: (-C list, extra args), one job each), int32
+    and fp32 sums, exact on all 8 ranks, through the tree (ROUTED granted,
+    no fallback)."""
+    for coll, extra in runs:
         out = L.run_benches(rack, [(1, 8, list(range(8)),
                                     ['-C', coll, '-d', 'int32,fp32', '-o', 'sum', '-s', sizes,
                                      '-i', '2', '-x', '1'] + extra)], timeout=120)[1]
-        L.check_sweep(out, 8, dtypes=2, ops=1, nsizes=len(sizes.split(',')))
+        colls = coll.split(',')
+        L.check_sweep(out, 8, dtypes=2, ops=1, nsizes=len(sizes.split(',')) * len(colls))
+        check(sorted({r['collective'] for r in out['results']}) == sorted(colls),
+              '%s: rows of %s', tag, [r['collective'] for r in out['results']])
         st = out['stats']
         check(st['caps'] & 0x20, '%s: the leaf did not grant ROUTED: %s', tag, st)
         check(st['fallback_collectives'] == 0, '%s %s: fallback used: %s', tag, coll, st)
@@ -196,15 +216,15 @@ def test_fabric_tree_routed():
     about S / N and each uplink carries the partial's S up but only its
     rack's S / 2 down, an all-gather's uplinks carry S / 2 up, a reduce's
     sum goes down the root's rack's uplink only; then the same collectives
-    exact with 5 % loss on both uplinks, both ways, the leaves resending
-    partials."""
+    exact in one job with 5 % loss on both uplinks, both ways, the leaves
+    resending partials."""
     big = 1 << 20
     with fabric('froute') as rack:
         spine, leaves = tree_incads(rack)
         with spine, leaves[0], leaves[1]:
             for leaf in leaves:
                 wait_parent_up(leaf)
-            routed_exact(rack, L.SIZES, 'no loss')
+            routed_exact(rack, ROUTED_RUNS, L.SIZES, 'no loss')
             traffic = {}
             for coll, extra in (('allreduce', []),) + ROUTED_RUNS[:2] + ROUTED_RUNS[3:]:
                 before = uplink_counters(rack)
@@ -244,9 +264,13 @@ def test_fabric_tree_routed():
                   'reduce: rank 0 (not the root) received %d bytes, the allreduce %d',
                   rd['rx_bytes'], ar['rx_bytes'])
 
+            # One job under loss, begun once both leaves have rejoined
+            # the spine after the last job's LEAVEs (each resets the tree).
+            settle(leaves)
             uplink_loss(rack, 5)
             resent0 = partials_resent(leaves)
-            routed_exact(rack, '1030,70001,300001', 'uplink loss 5 %')
+            routed_exact(rack, [('reduce_scatter,allgather,reduce', ['--root', '6'])],
+                         '1030,70001,300001', 'uplink loss 5 %')
             lost = uplink_lost(rack)
             resent = partials_resent(leaves)
             log('uplink loss: %d INCA frames dropped on the uplinks, %d partials resent' % (
