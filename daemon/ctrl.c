@@ -639,9 +639,11 @@ join_ack(struct incad_lcore *lc, struct rte_mbuf *m, const struct incad_job *j)
 	c.window = g->window;
 	c.pool_base = j->pool_base;
 	c.session = j->view->session;
-	/* A tree leaf's sets cannot route a chunk upward (docs/protocol.md,
-	 * "Routed chunks"): its workers use the forms without ROUTED. */
-	if (j->agg->p.tree)
+	/* A tree leaf routes chunks upward only to a parent that takes them
+	 * (docs/protocol.md, "Routed chunks in a tree"); else its workers use
+	 * the forms without ROUTED. JOINs are answered only while the
+	 * uplink holds a session, so its caps are the parent's. */
+	if (j->agg->p.tree && (j->up == NULL || !(j->up->caps & INCA_CAP_ROUTED)))
 		c.caps &= ~INCA_CAP_ROUTED;
 	/* The member's secret rides in the header; a RoCE member also
 	 * learns where its CONTRIBs go. */

@@ -116,6 +116,8 @@ struct incad_uplink {
 	uint16_t rank;         /* ... and this leaf's rank in it */
 	uint16_t max_elems;    /* the parent's grants: caps on the job's own */
 	uint16_t window;
+	/* The parent's caps: ROUTED lets the leaf take routed chunks. */
+	uint16_t caps;
 	/*
 	 * The parent's session this leaf's partials carry; 0 while not
 	 * joined (partials wait). Zeroed by the control plane before every

@@ -433,7 +433,7 @@ send_partial(struct incad_lcore *lc, const struct incad_job *job, const struct a
 {
 	const struct incad_uplink *u = job->up;
 	uint32_t session = __atomic_load_n(&u->session, __ATOMIC_ACQUIRE);
-	size_t len = agg_result_len(set);
+	size_t len = agg_partial_len(set);
 	struct rte_mbuf *m;
 	uint8_t *p;
 
@@ -481,14 +481,28 @@ parent_input(struct incad_lcore *lc, struct rte_mbuf *m)
 	}
 	v = incad_job_view(job);
 	if (msg->type == INCA_MSG_RESULT) {
-		if (agg_parent_result(job->agg, msg, &out) != AGG_COMPLETE) {
+		enum agg_verdict vd = agg_parent_result(job->agg, msg, &out);
+
+		if (vd == AGG_COMPLETE) {
+			lc->st.cnt[INCAD_CNT_PARENT_RESULT]++;
+			lc->st.cnt[INCAD_CNT_COMPLETE]++;
+			job->st[lc->idx].c[INCAD_JOB_COMPLETE]++;
+			send_results(lc, job, v, out.set, m);
+			return;
+		}
+		if (vd != AGG_MISMATCH) {
 			incad_drop_mbuf(lc, m, INCAD_DROP_PARENT_STALE);
 			return;
 		}
-		lc->st.cnt[INCAD_CNT_PARENT_RESULT]++;
-		lc->st.cnt[INCAD_CNT_COMPLETE]++;
-		job->st[lc->idx].c[INCAD_JOB_COMPLETE]++;
-		send_results(lc, job, v, out.set, m);
+		/* A routed chunk the parent sent another way than this
+		 * leaf's members named its root: failed, as a MISMATCH. */
+		lc->st.agg[AGG_DROP_MISMATCH]++;
+		echo = *msg;
+		echo.job = job->id;
+		echo.token = v->session;
+		echo.flags &= (uint8_t)~INCA_F_BRIEF;
+		nack_members(lc, v, &echo, INCA_NACK_MISMATCH);
+		free_later(lc, m);
 		return;
 	}
 	if (agg_parent_fail(job->agg, msg, &out) != AGG_MISMATCH) {
@@ -604,6 +618,15 @@ contrib_input(struct incad_lcore *lc, struct rte_mbuf *m, uint64_t now)
 		return;
 	}
 
+	/* A leaf whose parent does not take routed chunks did not offer
+	 * them (ctrl.c, join_ack()): its partial could not go up. */
+	if (unlikely((msg->flags & INCA_F_ROUTED) && job->up != NULL &&
+		     !(job->up->caps & INCA_CAP_ROUTED))) {
+		lc->st.agg[AGG_DROP_ROUTE]++;
+		js->c[INCAD_JOB_DROP]++;
+		free_later(lc, m);
+		return;
+	}
 	switch (agg_contribute(job->agg, msg, &out)) {
 	case AGG_PENDING:
 		lc->st.cnt[INCAD_CNT_CONTRIB]++;

@@ -332,6 +332,7 @@ join_ack(struct incad_lcore *lc, struct incad_job *j, const struct inca_msg *msg
 	/* Heartbeats well inside the parent's patience. */
 	if (u->hb_ms > u->evict_ms / 3)
 		u->hb_ms = u->evict_ms / 3 > 0 ? u->evict_ms / 3 : 1;
+	u->caps = c.caps;
 	u->joined = c.session;
 	u->joins++;
 	u->last_nack = 0;

@@ -107,6 +107,7 @@ enum {
 	AG_ELEMS,
 	AG_POOL,
 	AG_FLOAT,
+	AG_ROUTED,   /* not compared: routed chunks only if every rank has ROUTED */
 	AG_NWORDS_
 };
 
@@ -138,6 +139,7 @@ li_agree_membership(struct inca_comm *c, int local)
 		v[AG_ELEMS] = c->max_elems;
 		v[AG_POOL] = c->pool;
 		v[AG_FLOAT] = c->float_native;
+		v[AG_ROUTED] = (c->caps & INCA_CAP_ROUTED) != 0;
 	}
 	all = malloc((size_t)c->o.size * AG_NWORDS_ * sizeof(*all));
 	if (all == NULL)
@@ -161,7 +163,7 @@ li_agree_membership(struct inca_comm *c, int local)
 	for (r = 1; r < c->o.size && ret == INCA_OK; r++) {
 		const uint32_t *a = all + (size_t)r * AG_NWORDS_;
 
-		for (i = AG_SESSION; i < AG_NWORDS_; i++) {
+		for (i = AG_SESSION; i < AG_ROUTED; i++) {
 			/* A session is compared with the first rank of the
 			 * same aggregator, the grants with rank 0's. */
 			for (q = 0; i == AG_SESSION && q < r; q++)
@@ -180,6 +182,12 @@ li_agree_membership(struct inca_comm *c, int local)
 			}
 		}
 	}
+	/* A tree's leaves may differ (a switch leaf has no ROUTED): every
+	 * rank must issue the same chunks, so routed ones only when all can
+	 * (docs/protocol.md, "Routed chunks in a tree"). */
+	for (r = 0; r < c->o.size && ret == INCA_OK; r++)
+		if (all[(size_t)r * AG_NWORDS_ + AG_ROUTED] == 0)
+			c->caps &= (uint16_t)~INCA_CAP_ROUTED;
 out:
 	free(all);
 	return ret;

@@ -569,15 +569,16 @@ inca_broadcast(struct inca_comm *c, void *buf, size_t bytes, unsigned root)
 /*
  * Can @c run a routed collective of @dtype on its aggregator? One stream
  * (a striped communicator cuts collectives by elements, not by blocks),
- * an aggregator that advertised ROUTED, and a dtype it sums natively
- * (routed chunks are not cut into BFP or order-preserving forms; INT64
- * and FP64 have no other form). Where
+ * aggregators that advertised ROUTED to every rank (a tree's leaves too:
+ * the creation agreement keeps ROUTED only then), and a dtype it sums natively
+ * (routed chunks are not cut into BFP or order-preserving forms; INT64 and
+ * FP64 have no other form). Where
  * not, the collective takes the form without routed chunks.
  */
 static bool
 routed_ok(const struct inca_comm *c, unsigned dtype)
 {
-	return c->nstripes == 0 && (c->caps & INCA_CAP_ROUTED) && c->wsize == c->o.size &&
+	return c->nstripes == 0 && (c->caps & INCA_CAP_ROUTED) &&
 	       (dtype == INCA_DTYPE_INT32 || dtype == INCA_DTYPE_INT64 ||
 		dtype == INCA_DTYPE_FP64 || c->float_native) &&
 	       (c->agg_dtypes & (1u << dtype));

@@ -138,9 +138,9 @@ bool
 li_gets_elems(const struct inca_comm *c, const struct li_chunk *e)
 {
 	if (e->route == LI_ROUTE_REDUCE)
-		return c->wrank == e->root;
+		return c->o.rank == e->root;
 	if (e->route == LI_ROUTE_GATHER)
-		return c->wrank != e->root;
+		return c->o.rank != e->root;
 	return true;
 }
 
@@ -322,7 +322,7 @@ li_contrib_payload(struct inca_comm *c, const struct li_chunk *e, uint8_t *buf)
 	chunk_geom(r, e->idx, &off, &cnt);
 	if (r->kind == LI_KIND_AGATHER) {
 		/* Only the root has elements: its own block, a byte string. */
-		if (e->root != c->wrank)
+		if (e->root != c->o.rank)
 			return 0;
 		in = chunk_in_block(r, e->idx) * 4;
 		return li_encode(buf, src + in, cnt, INCA_DTYPE_INT32, INCA_OP_SUM, LI_MODE_RAW, 0,
@@ -367,13 +367,19 @@ emit(struct inca_comm *c, struct li_chunk *e, bool retx)
 	m.offset = (uint32_t)off;
 	m.count = (uint16_t)cnt;
 	if (is_routed(r)) {
+		uint32_t base = c->o.rank - c->wrank;
+
 		m.flags |= INCA_F_ROUTED | (r->kind == LI_KIND_AGATHER ? INCA_F_GATHER : 0);
-		m.bitmap = UINT32_C(1) << e->root;
+		/* The root by its rank at this rank's aggregator (a tree's
+		 * leaf), or anonymous when it is under another leaf
+		 * (docs/protocol.md, "Routed chunks in a tree"). */
+		if (e->root >= base && e->root < base + c->wsize)
+			m.bitmap = UINT32_C(1) << (e->root - base);
 	}
 
 	if (is_routed(r)) {
 		plen = li_contrib_payload(c, e, buf + INCA_HDR_LEN);
-		if (r->kind == LI_KIND_AGATHER && e->root != c->wrank)
+		if (r->kind == LI_KIND_AGATHER && e->root != c->o.rank)
 			m.flags |= INCA_F_BRIEF;
 		if (d_last(r, e->idx))
 			m.flags |= INCA_F_LAST;
@@ -578,7 +584,7 @@ pump(struct inca_comm *c, uint64_t now, uint64_t *next)
 		e->kept_len = 0;
 		e->route = !is_routed(r) ? LI_ROUTE_NONE : r->kind == LI_KIND_AGATHER ?
 			   LI_ROUTE_GATHER : LI_ROUTE_REDUCE;
-		e->root = is_routed(r) ? (uint8_t)chunk_root(r, idx) : 0;
+		e->root = is_routed(r) ? (uint16_t)chunk_root(r, idx) : 0;
 		e->wdtype = r->wire_dtype;
 		e->wop = r->wire_op;
 		e->sent_ns = now;

@@ -117,7 +117,7 @@ rebuild(struct inca_comm *c, uint64_t k, int32_t *lanes, size_t nlanes)
 		memcpy(lanes, e->payload, e->kept_len);
 	else if (e->state == LI_CH_SENT && e->req != NULL)
 		len = li_contrib_payload(c, e, (uint8_t *)lanes);
-	else if (!(e->route == LI_ROUTE_GATHER && e->root != c->wrank))
+	else if (!(e->route == LI_ROUTE_GATHER && e->root != c->o.rank))
 		return INCA_EPROTO;
 	(void)len;
 	us = inca_dtype_size(e->wdtype);

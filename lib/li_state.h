@@ -67,15 +67,15 @@ struct li_chunk {
 	 * this rank's own contribution in wire format (@kept_len bytes), kept
 	 * for a chunk whose result comes BRIEF, so that the recovery can
 	 * rebuild a result nobody received (fallback.c). route, wdtype, wop,
-	 * root: the chunk's, for the recovery, which may run after the
-	 * request was delivered.
+	 * root: the chunk's (a rank of the whole job, as in a tree), for the
+	 * recovery, which may run after the request was delivered.
 	 */
 	uint8_t brief;
 	uint8_t kept;
 	uint8_t route;
 	uint8_t wdtype;
 	uint8_t wop;
-	uint8_t root;
+	uint16_t root;
 	uint16_t kept_len;
 	int8_t exp_used;     /* BFP exponent the payload was quantised with */
 	int8_t res_exp;      /* exp field of the result */

@@ -264,8 +264,9 @@ route_ok(const struct inca_msg *m)
 		return false;
 	if (m->type != INCA_MSG_CONTRIB)
 		return true;
-	/* A CONTRIB names its root by one bit, and says who sends elements. */
-	if (m->bitmap == 0 || (m->bitmap & (m->bitmap - 1)) != 0)
+	/* A CONTRIB names its root by one bit, or none (0: the root is not
+	 * a member, "Routed chunks in a tree"), and says who sends elements. */
+	if ((m->bitmap & (m->bitmap - 1)) != 0)
 		return false;
 	root = m->bitmap == UINT32_C(1) << m->rank;
 	if (!(f & INCA_F_GATHER))

@@ -53,10 +53,12 @@ struct bench {
 	 * S, the reduce-scatter's input (each rank keeps S / N), the
 	 * all-gather's output (each rank gives S / N).
 	 */
-	enum { COLL_ALLREDUCE, COLL_RSCAT, COLL_AGATHER } coll;
+	enum { COLL_ALLREDUCE, COLL_RSCAT, COLL_AGATHER, COLL_REDUCE } coll;
+	unsigned root;          /* COLL_REDUCE: the rank that receives the result */
+	unsigned colls[4], ncolls; /* -C: the collectives, run in this order */
 };
 
-static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgather"};
+static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgather", "reduce"};
 
 /* Figures per size exchanged between ranks (gather_figures). */
 #define NFIG 5
@@ -114,9 +116,10 @@ usage(FILE *f)
 		"  -G, --give-up-ms N          give up after silence (INCA_GIVE_UP_MS)\n"
 		"  -F, --float-mode M          auto, native, bfp (INCA_FLOAT_MODE)\n"
 		"  -k, --inflight K            split each message into K iallreduce\n"
-		"  -C, --collective C          allreduce, reduce_scatter or allgather (sizes\n"
+		"  -C, --collective C[,C...]   allreduce, reduce_scatter or allgather (sizes\n"
 		"                              are the whole tensor: S in, S / N out, or the\n"
-		"                              reverse)\n"
+		"                              reverse), or reduce (to --root)\n"
+		"      --root R                reduce: the root rank (default 0)\n"
 		"      --in-place              sendbuf == recvbuf\n"
 		"      --fallback-tcp IP:PORT  host allreduce through rank 0 at IP:PORT when\n"
 		"                              the aggregator fails (rank 0 listens there)\n"
@@ -530,6 +533,8 @@ one_allreduce(struct bench *b, struct inca_comm *c, const void *in, void *out, s
 	if (b->coll == COLL_AGATHER)
 		return inca_allgather(c, b->inplace ? INCA_IN_PLACE : in, out,
 				      count / b->o.size * es);
+	if (b->coll == COLL_REDUCE)
+		return inca_reduce(c, in, out, count, b->dtype, b->op, b->root);
 	if (n <= 1)
 		return inca_allreduce(c, b->inplace ? INCA_IN_PLACE : in, out, count, b->dtype,
 				      b->op);
@@ -578,6 +583,9 @@ check_out(const struct bench *b, const void *out, size_t count, void *in)
 		fill(in, b->dtype, b->o.rank, block);
 		return bad;
 	}
+	/* A reduce's result is the root's only. */
+	if (b->coll == COLL_REDUCE && b->o.rank != b->root)
+		return 0;
 	return verify(out, b->dtype, b->op, b->o.size, count);
 }
 
@@ -802,6 +810,7 @@ main(int argc, char **argv)
 		{"in-place", no_argument, NULL, 1},
 		{"fallback-tcp", required_argument, NULL, 5},
 		{"verify-each", no_argument, NULL, 6},
+		{"root", required_argument, NULL, 7},
 		{"no-verify", no_argument, NULL, 2},
 		{"csv", no_argument, NULL, 3},
 		{"json", no_argument, NULL, 4},
@@ -888,21 +897,31 @@ main(int argc, char **argv)
 					 !strcmp(optarg, "bfp") ? INCA_FLOAT_BFP : INCA_FLOAT_AUTO;
 			break;
 		case 'k': b.inflight = num("-k", optarg, 64); break;
-		case 'C':
-			for (k = 0; k < 3 && strcmp(optarg, coll_names[k]) != 0; k++)
-				;
-			if (k == 3) {
-				fprintf(stderr, "inca-bench: unknown collective '%s'\n", optarg);
-				return 2;
+		case 'C': {
+			char *tok, *save;
+
+			/* A comma list: one communicator (one job) runs them all. */
+			b.ncolls = 0;
+			for (tok = strtok_r(optarg, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
+				for (k = 0; k < 4 && strcmp(tok, coll_names[k]) != 0; k++)
+					;
+				if (k == 4 || b.ncolls == 4) {
+					fprintf(stderr, "inca-bench: unknown collective '%s'"
+						", or more than 4\n", tok);
+					return 2;
+				}
+				b.colls[b.ncolls++] = k;
 			}
-			b.coll = k;
 			break;
+		}
 		case 1: b.inplace = true; break;
 		case 2: b.verify = false; break;
 		case 3: b.csv = true; break;
 		case 4: b.json = true; break;
 		case 5: b.fb_addr = optarg; break;
 		case 6: b.verify_each = true; break;
+		case 7: b.root = num("--root", optarg, 1u << 16); break;
 		case 'v': b.verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -964,26 +983,32 @@ main(int argc, char **argv)
 			       info.udp_gro ? "on" : "off", info.in_fallback ? ", IN FALLBACK" : "");
 	}
 
-	for (unsigned di = 0; di < b.ndtypes && ret >= 0; di++) {
-		for (unsigned oi = 0; oi < b.nops && ret >= 0; oi++) {
-			b.dtype = b.dtypes[di];
-			b.op = b.ops[oi];
-			if (b.o.rank == 0 && !b.json && !b.csv)
-				printf("# %s %s\n%12s %10s %11s %11s %11s %11s %12s %7s "
-				       "%7s %9s %6s\n", inca_dtype_name(b.dtype),
-				       inca_op_name(b.op), "bytes", "count", "avg_us", "min_us",
-				       "max_us", "median_us", "algbw_MB/s", "util", "x_S/B",
-				       "cpu_s/GiB", "check");
-			if (b.nsizes > 0) {
-				for (k = 0; k < b.nsizes && ret >= 0; k++)
-					ret = run_size(&b, c, in, out, b.sizes[k], &first_row,
-						       &rc);
-			} else {
-				size_t es = inca_dtype_size(b.dtype);
+	if (b.ncolls == 0)
+		b.colls[b.ncolls++] = COLL_ALLREDUCE;
+	for (unsigned ci = 0; ci < b.ncolls && ret >= 0; ci++) {
+		for (unsigned di = 0; di < b.ndtypes && ret >= 0; di++) {
+			for (unsigned oi = 0; oi < b.nops && ret >= 0; oi++) {
+				b.coll = b.colls[ci];
+				b.dtype = b.dtypes[di];
+				b.op = b.ops[oi];
+				if (b.o.rank == 0 && !b.json && !b.csv)
+					printf("# %s %s\n%12s %10s %11s %11s %11s %11s %12s "
+					       "%7s %7s %9s %6s\n", inca_dtype_name(b.dtype),
+					       inca_op_name(b.op), "bytes", "count", "avg_us",
+					       "min_us", "max_us", "median_us", "algbw_MB/s",
+					       "util", "x_S/B", "cpu_s/GiB", "check");
+				if (b.nsizes > 0) {
+					for (k = 0; k < b.nsizes && ret >= 0; k++)
+						ret = run_size(&b, c, in, out, b.sizes[k],
+							       &first_row, &rc);
+				} else {
+					size_t es = inca_dtype_size(b.dtype);
 
-				for (bytes = b.min_bytes < es ? es : b.min_bytes;
-				     bytes <= b.max_bytes && ret >= 0; bytes *= 2)
-					ret = run_size(&b, c, in, out, bytes, &first_row, &rc);
+					for (bytes = b.min_bytes < es ? es : b.min_bytes;
+					     bytes <= b.max_bytes && ret >= 0; bytes *= 2)
+						ret = run_size(&b, c, in, out, bytes, &first_row,
+							       &rc);
+				}
 			}
 		}
 	}

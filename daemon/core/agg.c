@@ -116,6 +116,7 @@ set_clear(struct agg_set *s)
 	s->seq = 0;
 	s->offset = 0;
 	s->root = 0;
+	s->route = 0;
 	/* Readers of the state may be on other threads (busy_slots). */
 	__atomic_store_n(&s->state, AGG_SET_IDLE, __ATOMIC_RELAXED);
 }
@@ -331,6 +332,12 @@ clear_other(struct agg_set *o, uint32_t bit)
 static inline enum agg_verdict
 complete(struct agg_job *j, struct agg_set *s, struct agg_out *out)
 {
+	/* Every contribution was anonymous: the root is no rank of this
+	 * job, and above it there is nobody to ask (docs/protocol.md,
+	 * "Routed chunks"). */
+	if (!j->p.tree && j->p.seq_check && (s->flags & INCA_F_ROUTED) &&
+	    s->root == AGG_ROOT_NONE)
+		return mismatch(j, s, out);
 	if (j->p.tree) {
 		__atomic_store_n(&s->state, AGG_SET_PARTIAL, __ATOMIC_RELAXED);
 		return verdict(out, AGG_PARTIAL, s);
@@ -339,11 +346,57 @@ complete(struct agg_job *j, struct agg_set *s, struct agg_out *out)
 	return verdict(out, AGG_COMPLETE, s);
 }
 
-/* The root of a routed contribution (its bitmap has exactly one bit). */
+/*
+ * The root of a routed contribution: its bitmap's one bit, or
+ * AGG_ROOT_NONE for an anonymous one (bitmap 0: the root is not a member).
+ */
 static inline uint8_t
 root_of(const struct inca_msg *m)
 {
-	return (m->flags & INCA_F_ROUTED) ? (uint8_t)__builtin_ctz(m->bitmap) : 0;
+	if (!(m->flags & INCA_F_ROUTED))
+		return 0;
+	return m->bitmap != 0 ? (uint8_t)__builtin_ctz(m->bitmap) : AGG_ROOT_NONE;
+}
+
+/* What a routed contribution adds to its use's AGG_RT_* bits. */
+static inline uint8_t
+route_bits(const struct inca_msg *m, uint8_t root)
+{
+	if (!(m->flags & INCA_F_ROUTED))
+		return 0;
+	if (root == AGG_ROOT_NONE)
+		return AGG_RT_ANON;
+	return root != m->rank ? AGG_RT_NAMED_OTHER : 0;
+}
+
+/*
+ * Does @m agree with the root of @s's use? Either every contribution
+ * names the same root (a leaf's members, a one-level job), or one names
+ * itself and the others are anonymous (a parent's leaves): a named root
+ * must be the set's, and anonymous contributions never meet ones that
+ * name a root other than their sender.
+ */
+static inline bool
+route_fits(const struct agg_set *s, const struct inca_msg *m)
+{
+	uint8_t root = root_of(m), rt = s->route | route_bits(m, root);
+
+	if (!(m->flags & INCA_F_ROUTED))
+		return true;
+	if (root != AGG_ROOT_NONE && s->root != AGG_ROOT_NONE && root != s->root)
+		return false;
+	return (rt & (AGG_RT_ANON | AGG_RT_NAMED_OTHER)) != (AGG_RT_ANON | AGG_RT_NAMED_OTHER);
+}
+
+/* Count @m's route in @s (after route_fits()). */
+static inline void
+route_note(struct agg_set *s, const struct inca_msg *m)
+{
+	uint8_t root = root_of(m);
+
+	s->route |= route_bits(m, root);
+	if (root != AGG_ROOT_NONE && (m->flags & INCA_F_ROUTED))
+		s->root = root;
 }
 
 /*
@@ -364,6 +417,7 @@ start_use(struct agg_job *j, struct agg_set *s, struct agg_set *o, const struct 
 	if (carries(m))
 		j->init[m->dtype](s->acc, m->body, m->count);
 	s->root = root_of(m);
+	s->route = route_bits(m, s->root);
 	s->bitmap = bit;
 	s->seq = m->seq;
 	s->dtype = m->dtype;
@@ -380,13 +434,19 @@ start_use(struct agg_job *j, struct agg_set *s, struct agg_set *o, const struct 
 	return verdict(out, AGG_PENDING, s);
 }
 
+/* Is @m about @s's chunk (its root aside)? */
 static inline bool
-same_use(const struct agg_set *s, const struct inca_msg *m)
+same_chunk(const struct agg_set *s, const struct inca_msg *m)
 {
 	return s->dtype == m->dtype && s->op == m->op && s->count == m->count &&
 	       s->offset == m->offset &&
-	       (s->flags & AGG_SAME_FLAGS) == (m->flags & AGG_SAME_FLAGS) &&
-	       s->root == root_of(m);
+	       (s->flags & AGG_SAME_FLAGS) == (m->flags & AGG_SAME_FLAGS);
+}
+
+static inline bool
+same_use(const struct agg_set *s, const struct inca_msg *m)
+{
+	return same_chunk(s, m) && route_fits(s, m);
 }
 
 enum agg_verdict
@@ -429,10 +489,10 @@ agg_contribute(struct agg_job *j, const struct inca_msg *m, struct agg_out *out)
 		/* Decode guarantees the flags' consistency; the core must not
 		 * read elements a BRIEF message does not have whatever it is
 		 * given, so a root's BRIEF gather is refused here too. */
-		if (!(m->flags & INCA_F_ROUTED) || m->bitmap == 0 ||
+		if (!(m->flags & INCA_F_ROUTED) || (m->bitmap & (m->bitmap - 1)) != 0 ||
 		    ((m->flags & INCA_F_BRIEF) && carries(m)))
 			return drop(out, AGG_DROP_MALFORMED);
-		if (p->tree || root_of(m) >= p->nworkers)
+		if (root_of(m) != AGG_ROOT_NONE && root_of(m) >= p->nworkers)
 			return drop(out, AGG_DROP_ROUTE);
 	}
 
@@ -458,6 +518,7 @@ agg_contribute(struct agg_job *j, const struct inca_msg *m, struct agg_out *out)
 			j->combine[s->dtype][s->op](s->acc, m->body, s->count);
 		}
 		s->bitmap |= bit;
+		route_note(s, m);
 		if (m->exp > s->exp)
 			s->exp = m->exp;
 		clear_other(o, bit);
@@ -522,7 +583,8 @@ agg_result_len(const struct agg_set *s)
 uint32_t
 agg_result_dests(const struct agg_job *j, const struct agg_set *s)
 {
-	uint32_t root = UINT32_C(1) << s->root;
+	/* An anonymous root (a tree leaf) is none of the members. */
+	uint32_t root = s->root < INCA_MAX_WORKERS ? UINT32_C(1) << s->root : 0;
 
 	if (!(s->flags & INCA_F_ROUTED))
 		return j->full_mask;
@@ -592,11 +654,45 @@ agg_result_set_rank(void *msg, uint16_t rank)
 	p[1] = (uint8_t)rank;
 }
 
+/* A gathered chunk whose root is not below the leaf: nothing to send up. */
+static inline bool
+partial_brief(const struct agg_set *s)
+{
+	return (s->flags & INCA_F_GATHER) && s->root == AGG_ROOT_NONE;
+}
+
+size_t
+agg_partial_len(const struct agg_set *s)
+{
+	return partial_brief(s) ? INCA_HDR_LEN : agg_result_len(s);
+}
+
 size_t
 agg_partial_write(const struct agg_job *j, const struct agg_set *s, uint16_t job, uint16_t rank,
 		  uint32_t token, bool retx, void *buf)
 {
-	return set_msg_write(j, s, INCA_MSG_CONTRIB, job, rank, token, 0, retx, false, buf);
+	/* At the parent this leaf is the root's member, or not one. */
+	uint32_t root = 0;
+
+	if ((s->flags & INCA_F_ROUTED) && s->root != AGG_ROOT_NONE && rank < INCA_MAX_WORKERS)
+		root = UINT32_C(1) << rank;
+	return set_msg_write(j, s, INCA_MSG_CONTRIB, job, rank, token, root, retx,
+			     partial_brief(s), buf);
+}
+
+/*
+ * Does the leaf need the parent's elements to answer its members? A
+ * reduced chunk's sum, when its root is a member here; a gathered
+ * chunk's root elements, when its root is not (else they are in the set).
+ */
+static inline bool
+needs_body(const struct agg_set *s)
+{
+	if (!(s->flags & INCA_F_ROUTED))
+		return true;
+	if (s->flags & INCA_F_GATHER)
+		return s->root == AGG_ROOT_NONE;
+	return s->root != AGG_ROOT_NONE;
 }
 
 /* The set a parent's message names, if it is a PARTIAL set of that use. */
@@ -623,8 +719,22 @@ agg_parent_result(struct agg_job *j, const struct inca_msg *m, struct agg_out *o
 	s = partial_of(j, m);
 	if (s == NULL)
 		return drop(out, AGG_DROP_STALE);
-	if (!same_use(s, m))
+	if (!same_chunk(s, m))
 		return drop(out, AGG_DROP_MISMATCH);
+	if (!(m->flags & INCA_F_BRIEF) != needs_body(s)) {
+		/* The parent routed the chunk elsewhere than this leaf's
+		 * members named: the levels disagree on its root. */
+		__atomic_store_n(&s->state, AGG_SET_FAILED, __ATOMIC_RELAXED);
+		verdict(out, AGG_MISMATCH, s);
+		out->first = true;
+		return AGG_MISMATCH;
+	}
+	if (m->flags & INCA_F_BRIEF) {
+		/* Nothing comes down that the members need: complete as is. */
+		s->exp = m->exp;
+		__atomic_store_n(&s->state, AGG_SET_COMPLETE, __ATOMIC_RELAXED);
+		return verdict(out, AGG_COMPLETE, s);
+	}
 	if (unlikely(m->body == NULL || m->body_len < (size_t)m->count * elem_size(m->dtype)))
 		return drop(out, AGG_DROP_MALFORMED);
 	/* The parent's sum replaces the partial; exp is the tree's maximum. */

@@ -38,7 +38,7 @@
 	X(STALE, "contribution for an older use of the set") \
 	X(CONFLICT, "contribution for a newer use while the set is still filling") \
 	X(MALFORMED, "element count zero or body shorter than the count says") \
-	X(ROUTE, "routed chunk whose root is not a rank of the job, or in a tree leaf's job")
+	X(ROUTE, "routed chunk whose root is not a rank of the job")
 
 enum agg_drop {
 #define AGG_X_(n, d) AGG_DROP_##n,
@@ -75,13 +75,24 @@ struct agg_set {
 	uint8_t flags;
 	int8_t exp;         /* max of the contributions' exponents */
 	uint8_t set;        /* 0 or 1: which shadow set this is */
-	uint8_t root;       /* ROUTED: the rank of the chunk's root */
+	uint8_t root;       /* ROUTED: the rank of the chunk's root, or AGG_ROOT_NONE */
+	uint8_t route;      /* ROUTED: AGG_RT_* of the use's contributions so far */
 	uint16_t count;
 	uint16_t slot;
 	uint32_t seq;
 	uint32_t offset;
 	void *acc;
 } __attribute__((aligned(64)));
+
+/*
+ * The root of a routed set that no contribution named: every one so far
+ * was anonymous (bitmap 0, docs/protocol.md "Routed chunks in a tree").
+ */
+#define AGG_ROOT_NONE 0xff
+/* A use counted an anonymous contribution. */
+#define AGG_RT_ANON 0x01
+/* A use counted a contribution naming a root other than its sender. */
+#define AGG_RT_NAMED_OTHER 0x02
 
 struct agg_job_params {
 	uint16_t job;        /* 1..65535 */
@@ -222,10 +233,18 @@ size_t agg_result_write(const struct agg_job *j, const struct agg_set *s, uint16
 			bool replay, void *buf);
 
 /*
+ * Tree leaf: length of the partial of set @s: header only for a gathered
+ * chunk whose root is not one of the leaf's members (a BRIEF partial).
+ */
+size_t agg_partial_len(const struct agg_set *s);
+
+/*
  * Tree leaf: write the partial sum of the PARTIAL set @s as the CONTRIB of
  * rank @rank of the parent's job @job, carrying the parent session @token
- * (RETX when @retx), into @buf (agg_result_len(s) bytes). Returns the
- * length written.
+ * (RETX when @retx), into @buf (agg_partial_len(s) bytes). A routed set's
+ * partial names this leaf (@rank) as the root when the root is one of its
+ * members, else it is anonymous (docs/protocol.md, "Routed chunks in a
+ * tree"). Returns the length written.
  */
 size_t agg_partial_write(const struct agg_job *j, const struct agg_set *s, uint16_t job,
 			 uint16_t rank, uint32_t token, bool retx, void *buf);
@@ -235,8 +254,12 @@ size_t agg_partial_write(const struct agg_job *j, const struct agg_set *s, uint1
  * checked by the caller) for a PARTIAL set of the same slot, set, seq and
  * chunk: the parent's sum and exponent replace the partial, the set is
  * COMPLETE (verdict AGG_COMPLETE: send the result to every member).
- * Anything else is dropped: STALE when no set of this use waits (a
- * duplicate or late RESULT), MISMATCH when the chunk differs.
+ * A routed set's RESULT comes BRIEF exactly when the leaf holds what its
+ * members need (the sum goes to another leaf's root, or this leaf's root
+ * gave the gathered elements); the other form means the levels disagree
+ * on the root: the set fails (AGG_MISMATCH with out->first: NACK every
+ * member). Anything else is dropped: STALE when no set of this use waits
+ * (a duplicate or late RESULT), MISMATCH when the chunk differs.
  */
 enum agg_verdict agg_parent_result(struct agg_job *j, const struct inca_msg *m,
 				   struct agg_out *out);

@@ -72,7 +72,9 @@ struct model_set {
 	int8_t exp;
 	uint16_t count;
 	uint32_t seq, offset;
-	uint8_t root;        /* a routed chunk's root ("Routed chunks") */
+	uint8_t root;        /* a routed chunk's root ("Routed chunks"), 0xff: none named */
+	uint32_t namers;     /* ranks whose contribution named a root */
+	bool anon;           /* an anonymous contribution (bitmap 0) was counted */
 	uint32_t counted;    /* ranks counted in this use; rule 6 never clears it */
 	unsigned ncounted;
 	uint32_t *acc;       /* max_elems lanes, through agg_ref_* */
@@ -206,7 +208,7 @@ model_clear_other(struct model_set *o, uint32_t bit)
 		o->bitmap &= ~bit;
 }
 
-/* "Routed chunks": the root a CONTRIB names by its one bitmap bit. */
+/* "Routed chunks": the root a CONTRIB names by its one bitmap bit, or 0xff. */
 static uint8_t
 model_root(const struct inca_msg *m)
 {
@@ -214,9 +216,46 @@ model_root(const struct inca_msg *m)
 
 	if (!(m->flags & INCA_F_ROUTED))
 		return 0;
+	if (m->bitmap == 0)
+		return 0xff;
 	while (!(m->bitmap & (UINT32_C(1) << r)))
 		r++;
 	return r;
+}
+
+/*
+ * "Routed chunks in a tree": the roots of one use agree when every
+ * contribution names the same one, or when only the root itself names it
+ * and the others are anonymous. Said as sets: the ranks that named a root
+ * are {root} alone whenever an anonymous contribution is counted.
+ */
+static bool
+model_route_fits(const struct model_set *s, const struct inca_msg *m)
+{
+	uint8_t r = model_root(m), root = r != 0xff ? r : s->root;
+	uint32_t namers = s->namers | (r != 0xff ? UINT32_C(1) << m->rank : 0);
+	bool anon = s->anon || r == 0xff;
+
+	if (!(m->flags & INCA_F_ROUTED))
+		return true;
+	if (r != 0xff && s->root != 0xff && r != s->root)
+		return false;
+	return !anon || namers == 0 || (root < 32 && namers == UINT32_C(1) << root);
+}
+
+static void
+model_route_note(struct model_set *s, const struct inca_msg *m)
+{
+	uint8_t r = model_root(m);
+
+	if (!(m->flags & INCA_F_ROUTED))
+		return;
+	if (r == 0xff) {
+		s->anon = true;
+		return;
+	}
+	s->namers |= UINT32_C(1) << m->rank;
+	s->root = r;
 }
 
 /* Only the root's elements are a gathered chunk's; everybody's are reduced. */
@@ -226,6 +265,13 @@ model_has_elems(const struct inca_msg *m)
 	return !(m->flags & INCA_F_GATHER) || m->rank == model_root(m);
 }
 
+/* A completed routed use whose root nobody named fails (not on a leaf). */
+static bool
+p_unrouted(const struct fuzz_job *fj, const struct model_set *s)
+{
+	return !fj->p.tree && fj->p.seq_check && (s->flags & INCA_F_ROUTED) && s->root == 0xff;
+}
+
 static enum agg_verdict
 model_start(const struct fuzz_job *fj, struct model_set *s, struct model_set *o,
 	    const struct inca_msg *m, uint32_t bit)
@@ -233,6 +279,9 @@ model_start(const struct fuzz_job *fj, struct model_set *s, struct model_set *o,
 	if (model_has_elems(m))
 		agg_ref_init(m->dtype, s->acc, m->body, m->count);
 	s->root = model_root(m);
+	s->namers = 0;
+	s->anon = false;
+	model_route_note(s, m);
 	s->bitmap = bit;
 	s->counted = bit;
 	s->ncounted = 1;
@@ -245,6 +294,10 @@ model_start(const struct fuzz_job *fj, struct model_set *s, struct model_set *o,
 	s->exp = m->exp;
 	s->remaining = fj->p.nworkers - 1;
 	model_clear_other(o, bit);
+	if (s->remaining == 0 && p_unrouted(fj, s)) {
+		s->state = AGG_SET_FAILED;
+		return AGG_MISMATCH;
+	}
 	s->state = s->remaining == 0 ? AGG_SET_COMPLETE : AGG_SET_FILLING;
 	return s->remaining == 0 ? AGG_COMPLETE : AGG_PENDING;
 }
@@ -283,10 +336,10 @@ model_contribute(struct fuzz_job *fj, const struct inca_msg *m, enum agg_drop *r
 	if ((m->flags & INCA_F_BFP) && m->dtype != INCA_DTYPE_INT32)
 		DROP(DTYPE);
 	if (m->flags & (INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF)) {
-		if (!(m->flags & INCA_F_ROUTED) || m->bitmap == 0 ||
+		if (!(m->flags & INCA_F_ROUTED) || (m->bitmap & (m->bitmap - 1)) != 0 ||
 		    ((m->flags & INCA_F_BRIEF) && model_has_elems(m)))
 			DROP(MALFORMED);
-		if (p->tree || model_root(m) >= p->nworkers)
+		if (model_root(m) != 0xff && model_root(m) >= p->nworkers)
 			DROP(ROUTE);
 	}
 
@@ -304,7 +357,7 @@ model_contribute(struct fuzz_job *fj, const struct inca_msg *m, enum agg_drop *r
 			DROP(CONFLICT);
 		}
 		if (m->dtype != s->dtype || m->op != s->op || m->count != s->count ||
-		    m->offset != s->offset || model_root(m) != s->root ||
+		    m->offset != s->offset || !model_route_fits(s, m) ||
 		    (m->flags & (INCA_F_BFP | INCA_F_ROUTED | INCA_F_GATHER)) !=
 			    (s->flags & (INCA_F_BFP | INCA_F_ROUTED | INCA_F_GATHER))) {
 			/* Rule 2: with sequence numbers the chunk fails. */
@@ -325,11 +378,16 @@ model_contribute(struct fuzz_job *fj, const struct inca_msg *m, enum agg_drop *r
 		s->bitmap |= bit;
 		s->counted |= bit;
 		s->ncounted++;
+		model_route_note(s, m);
 		if (m->exp > s->exp)
 			s->exp = m->exp;
 		model_clear_other(o, bit);
 		if (--s->remaining > 0)
 			return AGG_PENDING;
+		if (p_unrouted(fj, s)) {
+			s->state = AGG_SET_FAILED;
+			return AGG_MISMATCH;
+		}
 		s->state = AGG_SET_COMPLETE;
 		FUZZ_CHECK(s->counted == fj->full_mask && s->ncounted == p->nworkers,
 			   "set completed with ranks 0x%x counted %u times", s->counted,

@@ -136,7 +136,8 @@ spec_msg_check(const uint8_t *b, size_t len, unsigned max_elems)
 		if (gather && (flags & 0x08))
 			return INCA_WIRE_ROUTE;
 		if (routed && type == 1 /* CONTRIB */) {
-			bool one = bitmap != 0 && (bitmap & (bitmap - 1)) == 0;
+			/* 0 is the anonymous root (a tree). */
+			bool one = (bitmap & (bitmap - 1)) == 0;
 
 			if (!one)
 				return INCA_WIRE_ROUTE;

@@ -24,6 +24,7 @@ ends. Exit status 0: passed; 1: failed.
 """
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -71,14 +72,20 @@ def fabric(tag, **kw):
                 up_args=['--racks', '2', '--uplink-rate', '500mbit'], **kw)
 
 
+def tree_incads(rack):
+    """The spine and the two leaves of a 2-rack fabric (not started)."""
+    check(rack.env['RACK_AGGREGATOR'] == '10.77.0.2,10.77.0.3', 'aggregator list %s',
+          rack.env['RACK_AGGREGATOR'])
+    # evict_ms 1500: the leaves' first JOIN waits for it, not for 5 s.
+    spine = Incad(rack, INCAD, conf_args=['--spine', '--evict-ms', '1500'])
+    leaves = [Incad(rack, INCAD, node='leaf%d' % k, ip='10.77.0.%d' % (2 + k),
+                    conf_args=['--leaf', str(k), '--evict-ms', '1500']) for k in (0, 1)]
+    return spine, leaves
+
+
 def test_fabric_tree():
     with fabric('ftree') as rack:
-        check(rack.env['RACK_AGGREGATOR'] == '10.77.0.2,10.77.0.3', 'aggregator list %s',
-              rack.env['RACK_AGGREGATOR'])
-        # evict_ms 1500: the leaves' first JOIN waits for it, not for 5 s.
-        spine = Incad(rack, INCAD, conf_args=['--spine', '--evict-ms', '1500'])
-        leaves = [Incad(rack, INCAD, node='leaf%d' % k, ip='10.77.0.%d' % (2 + k),
-                        conf_args=['--leaf', str(k), '--evict-ms', '1500']) for k in (0, 1)]
+        spine, leaves = tree_incads(rack)
         with spine, leaves[0], leaves[1]:
             for leaf in leaves:
                 wait_parent_up(leaf)
@@ -109,6 +116,167 @@ def test_fabric_tree():
                     d.proc.wait(10)
                 except subprocess.TimeoutExpired:
                     raise Failed('incad %s still running after down' % d.node)
+
+
+def uplink_counters(rack):
+    """Bytes each rack's uplink carried so far: (up to the spine, down from it)."""
+    out = []
+    for k in (0, 1):
+        r = rack.run('tor%d' % k, ['ip', '-s', '-j', 'link', 'show', 'dev', 'uplink'],
+                     capture_output=True, text=True)
+        st = json.loads(r.stdout)[0]['stats64']
+        out.append((st['tx']['bytes'], st['rx']['bytes']))
+    return out
+
+
+def uplink_loss(rack, pct):
+    """pct % of the frames lost both ways on each rack's uplink, in its ToR
+    bridge: the leaves' partials and the spine's RESULTs (and the ranks' TCP
+    group, which retransmits); the workers' links to their leaf untouched."""
+    for k in (0, 1):
+        rack.run('tor%d' % k, [
+            'nft', 'add table bridge incaloss; '
+            'add chain bridge incaloss fw { type filter hook forward priority 0; '
+            'policy accept; }; '
+            'add rule bridge incaloss fw oifname "uplink" udp dport 18766 '
+            'numgen random mod 100 < %d counter drop; '
+            'add rule bridge incaloss fw iifname "uplink" udp sport 18766 '
+            'numgen random mod 100 < %d counter drop' % (pct, pct)], check=True,
+            capture_output=True, text=True)
+
+
+def uplink_lost(rack):
+    """Frames the loss rules dropped, both racks, both ways."""
+    n = 0
+    for k in (0, 1):
+        out = rack.run('tor%d' % k, ['nft', '-j', 'list', 'table', 'bridge', 'incaloss'],
+                       capture_output=True, text=True).stdout
+        for item in json.loads(out)['nftables']:
+            for e in item.get('rule', {}).get('expr', []):
+                n += e.get('counter', {}).get('packets', 0)
+    return n
+
+
+def settle(leaves, timeout=30):
+    """Wait until every leaf holds a parent session and has not rejoined for
+    a second: the tree's incarnations have stopped changing."""
+    end = time.monotonic() + timeout
+    last, since = None, time.monotonic()
+    while time.monotonic() < end:
+        jobs = [job_of(leaf) for leaf in leaves]
+        now = [(j.get('parent_state'), j.get('parent_joins')) for j in jobs]
+        if now != last:
+            last, since = now, time.monotonic()
+        elif all(s == 'up' for s, _ in now) and time.monotonic() - since >= 1:
+            return
+        time.sleep(0.1)
+    raise Failed('the leaves did not settle in %d s: %s' % (timeout, last))
+
+
+def partials_resent(leaves):
+    n = 0
+    for leaf in leaves:
+        tel = leaf.telemetry()
+        try:
+            n += tel.query('/incad/stats').get('PARTIAL_RETX', 0)
+        finally:
+            tel.close()
+    return n
+
+
+# Roots over both racks: ranks 0-3 are rack 0's, 4-7 rack 1's. A
+# reduce-scatter's and an all-gather's chunks have every rank as a root.
+ROUTED_RUNS = (('reduce_scatter', []), ('allgather', []), ('reduce', ['--root', '1']),
+               ('reduce', ['--root', '6']))
+
+
+def routed_exact(rack, runs, sizes, tag):
+    """Routed collectives (runs: (-C list, extra args), one job each), int32
+    and fp32 sums, exact on all 8 ranks, through the tree (ROUTED granted,
+    no fallback)."""
+    for coll, extra in runs:
+        out = L.run_benches(rack, [(1, 8, list(range(8)),
+                                    ['-C', coll, '-d', 'int32,fp32', '-o', 'sum', '-s', sizes,
+                                     '-i', '2', '-x', '1'] + extra)], timeout=120)[1]
+        colls = coll.split(',')
+        L.check_sweep(out, 8, dtypes=2, ops=1, nsizes=len(sizes.split(',')) * len(colls))
+        check(sorted({r['collective'] for r in out['results']}) == sorted(colls),
+              '%s: rows of %s', tag, [r['collective'] for r in out['results']])
+        st = out['stats']
+        check(st['caps'] & 0x20, '%s: the leaf did not grant ROUTED: %s', tag, st)
+        check(st['fallback_collectives'] == 0, '%s %s: fallback used: %s', tag, coll, st)
+        log('%s: %s %s: %d results exact' % (tag, coll, ' '.join(extra), len(out['results'])))
+
+
+def test_fabric_tree_routed():
+    """ReduceScatter, AllGather and Reduce through the tree in routed chunks
+    (docs/protocol.md, "Routed chunks in a tree"): exact on 8 ranks with the
+    roots in both racks; one MiB of each shows the savings against the
+    allreduce (the form without routing): a reduce-scatter rank receives
+    about S / N and each uplink carries the partial's S up but only its
+    rack's S / 2 down, an all-gather's uplinks carry S / 2 up, a reduce's
+    sum goes down the root's rack's uplink only; then the same collectives
+    exact in one job with 5 % loss on both uplinks, both ways, the leaves
+    resending partials."""
+    big = 1 << 20
+    with fabric('froute') as rack:
+        spine, leaves = tree_incads(rack)
+        with spine, leaves[0], leaves[1]:
+            for leaf in leaves:
+                wait_parent_up(leaf)
+            routed_exact(rack, ROUTED_RUNS, L.SIZES, 'no loss')
+            traffic = {}
+            for coll, extra in (('allreduce', []),) + ROUTED_RUNS[:2] + ROUTED_RUNS[3:]:
+                before = uplink_counters(rack)
+                out = L.run_benches(rack, [(1, 8, list(range(8)),
+                                            ['-C', coll, '-s', str(big), '-i', '1', '-x', '0',
+                                             '-d', 'int32', '-o', 'sum'] + extra)],
+                                    timeout=120)[1]
+                check(out['results'][0]['errors'] == 0, '%s wrong', coll)
+                after = uplink_counters(rack)
+                ul = [(a[0] - b[0], a[1] - b[1]) for a, b in zip(after, before)]
+                traffic[coll] = (out['stats'], ul)
+                log('%s of %d bytes: rank 0 sent %d, received %d; uplinks (up, down) %s' %
+                    (coll, big, out['stats']['tx_bytes'], out['stats']['rx_bytes'], ul))
+            # Each run also creates the job and exchanges its figures: compare
+            # with the allreduce run, not with absolute numbers.
+            ar, ar_ul = traffic['allreduce']
+            rs, rs_ul = traffic['reduce_scatter']
+            ag, ag_ul = traffic['allgather']
+            rd, rd_ul = traffic['reduce']
+            check(rs['rx_bytes'] < ar['rx_bytes'] * 0.3,
+                  'reduce-scatter: rank 0 received %d bytes, the allreduce %d', rs['rx_bytes'],
+                  ar['rx_bytes'])
+            check(ag['tx_bytes'] < ar['tx_bytes'] * 0.3,
+                  'all-gather: rank 0 sent %d bytes, the allreduce %d', ag['tx_bytes'],
+                  ar['tx_bytes'])
+            for k in (0, 1):
+                check(rs_ul[k][0] > big and rs_ul[k][1] < ar_ul[k][1] * 0.75,
+                      'reduce-scatter, rack %d uplink (up, down) %s, the allreduce\'s %s', k,
+                      rs_ul[k], ar_ul[k])
+                check(ag_ul[k][0] < ar_ul[k][0] * 0.75 and ag_ul[k][1] < ar_ul[k][1] * 0.75,
+                      'all-gather, rack %d uplink (up, down) %s, the allreduce\'s %s', k,
+                      ag_ul[k], ar_ul[k])
+            # The reduce's root is rank 6, in rack 1: rack 0 gets BRIEF.
+            check(rd_ul[0][1] < big * 0.1 and rd_ul[1][1] > big,
+                  'reduce to rank 6: uplinks (up, down) %s', rd_ul)
+            check(rd['rx_bytes'] < ar['rx_bytes'] * 0.1,
+                  'reduce: rank 0 (not the root) received %d bytes, the allreduce %d',
+                  rd['rx_bytes'], ar['rx_bytes'])
+
+            # One job under loss, begun once both leaves have rejoined
+            # the spine after the last job's LEAVEs (each resets the tree).
+            settle(leaves)
+            uplink_loss(rack, 5)
+            resent0 = partials_resent(leaves)
+            routed_exact(rack, [('reduce_scatter,allgather,reduce', ['--root', '6'])],
+                         '1030,70001,300001', 'uplink loss 5 %')
+            lost = uplink_lost(rack)
+            resent = partials_resent(leaves)
+            log('uplink loss: %d INCA frames dropped on the uplinks, %d partials resent' % (
+                lost, resent))
+            check(lost > 0 and resent > resent0, 'no loss on the uplinks (%d) or no partial '
+                  'resent (%d)', lost, resent)
 
 
 def test_fabric_stripes():

@@ -145,8 +145,9 @@ F_ROUTED, F_GATHER, F_BRIEF, F_MASK = 0x10, 0x20, 0x40, 0x7f
 
 def route_ok(h):
     """The ROUTE check of a data message: GATHER and BRIEF only with
-    ROUTED, never GATHER with BFP; a CONTRIB names one root in its bitmap,
-    and of a gathered chunk only the root sends elements."""
+    ROUTED, never GATHER with BFP; a CONTRIB names at most one root in its
+    bitmap (0: the anonymous root of a tree), and of a gathered chunk only
+    the root sends elements."""
     f = h['flags']
     if not f & F_ROUTED:
         return not f & (F_GATHER | F_BRIEF)
@@ -155,7 +156,7 @@ def route_ok(h):
     if h['type'] != P.MSG['CONTRIB']:
         return True
     b = h['bitmap']
-    if b == 0 or b & (b - 1):
+    if b & (b - 1):
         return False
     if not f & F_GATHER:
         return not f & F_BRIEF

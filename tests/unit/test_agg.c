@@ -1717,6 +1717,7 @@ END_TEST
  * BRIEF_V. @gather adds GATHER.
  */
 #define BRIEF_V INT32_MIN
+#define ROOT_ANON 99u
 static uint8_t routed_body[4 * NLANES];
 
 static enum agg_verdict
@@ -1729,7 +1730,8 @@ routed(struct agg_job *j, unsigned rank, uint32_t seq, unsigned root, bool gathe
 		put32(routed_body, i, (uint32_t)(v + (int32_t)i));
 	m = cmsg(rank, 0, 0, seq, INCA_DTYPE_INT32, INCA_OP_SUM, NLANES, routed_body);
 	m.flags |= INCA_F_ROUTED | (gather ? INCA_F_GATHER : 0);
-	m.bitmap = UINT32_C(1) << root;
+	/* ROOT_ANON: the anonymous root of a tree (bitmap 0). */
+	m.bitmap = root == ROOT_ANON ? 0 : UINT32_C(1) << root;
 	if (v == BRIEF_V) {
 		m.flags |= INCA_F_BRIEF;
 		m.body = NULL;
@@ -1901,16 +1903,195 @@ START_TEST(test_routed_drops)
 	ck_assert_int_eq(give(j, &m), AGG_DROP);
 	ck_assert_int_eq(last_out.reason, AGG_DROP_MALFORMED);
 	m.flags = INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF;
-	m.bitmap = 0;
+	m.bitmap = 0x3;
 	ck_assert_int_eq(give(j, &m), AGG_DROP);
 	ck_assert_int_eq(last_out.reason, AGG_DROP_MALFORMED);
 	ck_assert_int_eq(set_of(j, 0, 0)->state, AGG_SET_IDLE);
 	agg_job_destroy(j);
-	/* A tree leaf's job takes no routed chunks. */
-	j = leaf_new(2, 2);
-	ck_assert_int_eq(routed(j, 0, 1, 0, false, 1), AGG_DROP);
-	ck_assert_int_eq(last_out.reason, AGG_DROP_ROUTE);
+}
+END_TEST
+
+/* ---- routed chunks in a tree (docs/protocol.md, "Routed chunks in a tree") */
+
+#define TREE_LEAVES 2
+#define TREE_PER_LEAF 2
+
+/* Decode @len bytes of result_buf, which must be valid. */
+static struct inca_msg
+decoded(size_t len)
+{
+	struct inca_msg m;
+
+	REQ_EQ(inca_msg_decode(result_buf, len, 0, &m), INCA_WIRE_OK);
+	return m;
+}
+
+/*
+ * One chunk (seq @seq) through two leaves of two workers and a spine, every
+ * message written, decoded and read as the next level would: global rank
+ * g = 2 * leaf + member, the chunk's root @root (global), a gather or a
+ * reduce. The ranks' contributions: reduce, 10 g + 1 + i in lane i;
+ * gather, the root's 1000 + root + i. Checks each level's forms and each
+ * worker's result, and returns the bytes of the messages on the uplinks
+ * (@up: partials, @down: the spine's RESULTs).
+ */
+static void
+tree_chunk(uint32_t seq, unsigned root, bool gather, size_t *up, size_t *down)
+{
+	struct agg_job *leaf[TREE_LEAVES], *spine = job_new(TREE_LEAVES, 2, NLANES, true);
+	struct agg_set *ls[TREE_LEAVES], *ss = NULL;
+	unsigned l, w, i;
+	int32_t sum = 0;
+
+	*up = *down = 0;
+	for (l = 0; l < TREE_LEAVES; l++) {
+		leaf[l] = leaf_new(TREE_PER_LEAF, 2);
+		for (w = 0; w < TREE_PER_LEAF; w++) {
+			unsigned g = l * TREE_PER_LEAF + w;
+			/* Workers name the root in their leaf's ranks, or nobody. */
+			unsigned named = root / TREE_PER_LEAF == l ? root % TREE_PER_LEAF : ROOT_ANON;
+			int32_t v = gather ? (g == root ? (int32_t)(1000 + root) : BRIEF_V) :
+					     (int32_t)(10 * g + 1);
+
+			if (!gather)
+				sum += v;
+			ck_assert_int_eq(routed(leaf[l], w, seq, named, gather, v),
+					 w + 1 < TREE_PER_LEAF ? AGG_PENDING : AGG_PARTIAL);
+		}
+		ls[l] = last_out.set;
+	}
+	for (l = 0; l < TREE_LEAVES; l++) {
+		bool holds = root / TREE_PER_LEAF == l;
+		size_t len = agg_partial_write(leaf[l], ls[l], JOB, l, TOKEN, false, result_buf);
+		struct inca_msg m = decoded(len);
+
+		/* The root's leaf names itself; a gathered chunk's other
+		 * leaves send a BRIEF partial. */
+		ck_assert_uint_eq(len, agg_partial_len(ls[l]));
+		ck_assert_uint_eq(m.bitmap, holds ? 1u << l : 0);
+		ck_assert_uint_eq(!!(m.flags & INCA_F_BRIEF), gather && !holds);
+		ck_assert_uint_eq(m.flags & (INCA_F_ROUTED | INCA_F_GATHER),
+				  INCA_F_ROUTED | (gather ? INCA_F_GATHER : 0));
+		ck_assert_uint_eq(m.count, NLANES);
+		*up += len;
+		ck_assert_int_eq(give(spine, &m), l + 1 < TREE_LEAVES ? AGG_PENDING : AGG_COMPLETE);
+		ss = last_out.set;
+	}
+	ck_assert_uint_eq(ss->root, root / TREE_PER_LEAF);
+	for (l = 0; l < TREE_LEAVES; l++) {
+		bool holds = root / TREE_PER_LEAF == l;
+		size_t len = agg_result_write(spine, ss, l, false, result_buf);
+		struct inca_msg m = decoded(len);
+
+		/* The sum down the root's leaf's link only; gathered elements
+		 * down every other. */
+		ck_assert_uint_eq(!!(m.flags & INCA_F_BRIEF), gather ? holds : !holds);
+		*down += len;
+		memset(&last_out, 0xa5, sizeof(last_out));
+		ck_assert_int_eq(agg_parent_result(leaf[l], &m, &last_out), AGG_COMPLETE);
+		ck_assert_ptr_eq(last_out.set, ls[l]);
+		for (w = 0; w < TREE_PER_LEAF; w++) {
+			unsigned g = l * TREE_PER_LEAF + w;
+			bool elems = gather ? g != root : g == root;
+			struct inca_msg r = routed_result(leaf[l], ls[l], w, false, elems);
+
+			for (i = 0; elems && i < NLANES; i++)
+				ck_assert_int_eq((int32_t)get32(r.body, i),
+						 gather ? (int32_t)(1000 + root + i) :
+							  sum + (int32_t)(i * TREE_LEAVES * TREE_PER_LEAF));
+		}
+		/* A worker's retransmission now gets the replay of its form. */
+		ck_assert_int_eq(routed(leaf[l], 0, seq,
+					holds ? root % TREE_PER_LEAF : ROOT_ANON, gather,
+					gather ? (l * TREE_PER_LEAF == root ? (int32_t)(1000 + root) :
+									  BRIEF_V) : (int32_t)(10 * l * TREE_PER_LEAF + 1)),
+				 AGG_REPLAY);
+		agg_job_destroy(leaf[l]);
+	}
+	agg_job_destroy(spine);
+}
+
+/* ReduceScatter, Reduce and AllGather through a tree, every root. */
+START_TEST(test_tree_routed)
+{
+	size_t up, down, up_r, down_r;
+	unsigned root;
+
+	for (root = 0; root < TREE_LEAVES * TREE_PER_LEAF; root++) {
+		tree_chunk(3, root, false, &up_r, &down_r);
+		/* Reduced: both partials carry elements, one RESULT does. */
+		ck_assert_uint_eq(up_r, 2 * (INCA_HDR_LEN + 4 * NLANES));
+		ck_assert_uint_eq(down_r, 2 * INCA_HDR_LEN + 4 * NLANES);
+		tree_chunk(5, root, true, &up, &down);
+		/* Gathered: one partial carries elements, one RESULT does. */
+		ck_assert_uint_eq(up, 2 * INCA_HDR_LEN + 4 * NLANES);
+		ck_assert_uint_eq(down, 2 * INCA_HDR_LEN + 4 * NLANES);
+	}
+}
+END_TEST
+
+/*
+ * Levels or ranks that disagree on the root: failed chunks (NACK
+ * MISMATCH), never a result.
+ */
+START_TEST(test_tree_routed_mismatch)
+{
+	struct agg_job *j = job_new(2, 2, NLANES, true), *l;
+	struct inca_msg m;
+	size_t len;
+
+	/* At a parent: two members name themselves. */
+	ck_assert_int_eq(routed(j, 0, 1, 0, false, 1), AGG_PENDING);
+	ck_assert_int_eq(routed(j, 1, 1, 1, false, 1), AGG_MISMATCH);
+	ck_assert(last_out.first);
+	/* An anonymous member meets one that names another rank. */
+	ck_assert_int_eq(routed(j, 0, 2, ROOT_ANON, false, 1), AGG_PENDING);
+	ck_assert_int_eq(routed(j, 1, 2, 0, false, 1), AGG_MISMATCH);
+	ck_assert_int_eq(routed(j, 1, 4, 0, false, 1), AGG_PENDING);
+	ck_assert_int_eq(routed(j, 0, 4, ROOT_ANON, false, 1), AGG_MISMATCH);
+	/* One names itself, the other is anonymous: the parent's normal case. */
+	ck_assert_int_eq(routed(j, 1, 6, 1, true, 1), AGG_PENDING);
+	ck_assert_int_eq(routed(j, 0, 6, ROOT_ANON, true, BRIEF_V), AGG_COMPLETE);
+	ck_assert_uint_eq(agg_result_dests(j, last_out.set), 1u << 0);
+	/* At the top nobody named the root: nobody could receive it. */
+	ck_assert_int_eq(routed(j, 0, 8, ROOT_ANON, false, 1), AGG_PENDING);
+	ck_assert_int_eq(routed(j, 1, 8, ROOT_ANON, false, 1), AGG_MISMATCH);
+	ck_assert(last_out.first);
+	ck_assert_int_eq(set_of(j, 0, 0)->state, AGG_SET_FAILED);
 	agg_job_destroy(j);
+
+	l = leaf_new(2, 2);
+	/* A leaf's members disagree: one names a member, one nobody. */
+	ck_assert_int_eq(routed(l, 0, 1, 1, false, 1), AGG_PENDING);
+	ck_assert_int_eq(routed(l, 1, 1, ROOT_ANON, false, 1), AGG_MISMATCH);
+	/* The parent answers in the other form than the leaf needs: the
+	 * sum of a reduce whose root is not here, or BRIEF to the root's leaf. */
+	ck_assert_int_eq(routed(l, 0, 2, ROOT_ANON, false, 1), AGG_PENDING);
+	ck_assert_int_eq(routed(l, 1, 2, ROOT_ANON, false, 2), AGG_PARTIAL);
+	len = agg_partial_write(l, last_out.set, JOB, 0, TOKEN, false, result_buf);
+	m = decoded(len);
+	ck_assert_uint_eq(m.bitmap, 0);
+	m.type = INCA_MSG_RESULT;
+	m.bitmap = 0x3;
+	memset(&last_out, 0xa5, sizeof(last_out));
+	ck_assert_int_eq(agg_parent_result(l, &m, &last_out), AGG_MISMATCH);
+	ck_assert(last_out.first);
+	ck_assert_int_eq(set_of(l, 0, 0)->state, AGG_SET_FAILED);
+	ck_assert_int_eq(routed(l, 0, 4, 1, false, 1), AGG_PENDING);
+	ck_assert_int_eq(routed(l, 1, 4, 1, false, 2), AGG_PARTIAL);
+	m.seq = 4;
+	m.flags |= INCA_F_BRIEF;
+	m.body = NULL;
+	m.body_len = 0;
+	ck_assert_int_eq(agg_parent_result(l, &m, &last_out), AGG_MISMATCH);
+	/* A routed chunk against the unrouted set of the same seq: refused. */
+	ck_assert_int_eq(c32(l, 0, 0, 0, 6, 1), AGG_PENDING);
+	ck_assert_int_eq(c32(l, 1, 0, 0, 6, 1), AGG_PARTIAL);
+	m.seq = 6;
+	ck_assert_int_eq(agg_parent_result(l, &m, &last_out), AGG_DROP);
+	ck_assert_int_eq(last_out.reason, AGG_DROP_MISMATCH);
+	ck_assert_int_eq(set_of(l, 0, 0)->state, AGG_SET_PARTIAL);
+	agg_job_destroy(l);
 }
 END_TEST
 
@@ -1966,6 +2147,8 @@ agg_suite(void)
 		{ "routed_gather", test_routed_gather },
 		{ "routed_mismatch", test_routed_mismatch },
 		{ "routed_drops", test_routed_drops },
+		{ "tree_routed", test_tree_routed },
+		{ "tree_routed_mismatch", test_tree_routed_mismatch },
 	};
 	unsigned i;
 

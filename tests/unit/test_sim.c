@@ -163,7 +163,7 @@ struct chunk {
 	uint32_t offset;
 	bool last;
 	int8_t exp;       /* expected exp of the result */
-	uint8_t root;     /* routed: the chunk's root */
+	uint16_t root;    /* routed: the chunk's root (a rank of the whole job) */
 	size_t ref_off;   /* reference result in sim.ref */
 };
 
@@ -599,7 +599,10 @@ send_contrib(struct sim *s, unsigned rank, uint64_t idx, bool retx)
 
 	if (cl->route != ROUTE_NONE) {
 		m.flags |= INCA_F_ROUTED | (cl->route == ROUTE_GATHER ? INCA_F_GATHER : 0);
-		m.bitmap = UINT32_C(1) << ch->root;
+		/* In a tree: the root by its rank at this rank's leaf, or
+		 * anonymous under another ("Routed chunks in a tree"). */
+		if (leaf_of(s, ch->root) == leaf_of(s, rank))
+			m.bitmap = UINT32_C(1) << local_rank(s, ch->root);
 		/* A gather's other ranks count in without elements. */
 		if (cl->route == ROUTE_GATHER && rank != ch->root) {
 			m.flags |= INCA_F_BRIEF;
@@ -874,9 +877,10 @@ leaf_down(struct sim *s, const struct pkt *p)
 		s->st.parent_drops++;
 		return;
 	}
-	len = agg_result_write(job, out.set, 0, false, s->buf);
+	/* Each member's form: a routed chunk's differ (BRIEF or not). */
 	for (lr = 0; lr < leaf_size(s, l); lr++) {
-		agg_result_set_rank(s->buf, lr);
+		len = agg_result_write(job, out.set, lr, false, s->buf);
+		REQ_EQ(len, agg_result_len_to(job, out.set, lr));
 		net_send(s, PKT_RESULT, lr * s->c->nleaves + l, s->buf, len);
 	}
 }
@@ -949,9 +953,7 @@ sim_setup(struct sim *s, const struct sim_cfg *c)
 				ch->count = cl->nelems - off < c->chunk ? cl->nelems - off :
 					    c->chunk;
 				ch->last = off + c->chunk >= cl->nelems;
-				/* Routed collectives are no tree's (incad refuses them). */
-				REQ(cl->route == ROUTE_NONE || c->nleaves == 0);
-				ch->root = (uint8_t)(cl->route == ROUTE_REDUCE ? c->nworkers - 1 :
+				ch->root = (uint16_t)(cl->route == ROUTE_REDUCE ? c->nworkers - 1 :
 						     (off / c->chunk) % c->nworkers);
 				ch->ref_off = ref_bytes;
 				ref_bytes += (size_t)ch->count * inca_dtype_size(cl->dtype);
@@ -1449,6 +1451,53 @@ START_TEST(test_tree_loss_20)
 }
 END_TEST
 
+/*
+ * Routed chunks through a tree ("Routed chunks in a tree"): the roots
+ * under every leaf, with loss, duplication, reordering and late copies on
+ * every link; every worker gets its form of every chunk, exact.
+ */
+static void
+tree_routed(const char *name, unsigned n, unsigned l, unsigned loss, unsigned repeat)
+{
+	struct sim_cfg c = base_cfg(name, n, 8, 8, 8, repeat);
+	struct sim_stats st;
+
+	c.nleaves = l;
+	c.colls = routed;
+	c.ncolls = NROUTED;
+	if (loss == 0) {
+		c.rto = 6 * (c.delay + c.jitter);
+	} else {
+		lossy(&c, loss, 100, 20);
+		c.rto = 2 * c.rto;
+		c.late_delay = 40 * c.rto;
+	}
+	st = sim_run(&c);
+	ck_assert_uint_gt(st.brief_up, 0);
+	ck_assert_uint_gt(st.briefs_rx, 0);
+	if (loss == 0) {
+		ck_assert_uint_eq(st.retransmits, 0);
+		ck_assert_uint_eq(st.verdicts[AGG_DROP], 0);
+		ck_assert_uint_eq(st.parent_drops, 0);
+		ck_assert_uint_eq(st.results_ok, (st.partials_up / c.nleaves) * c.nworkers);
+	} else {
+		check_misbehaviour_seen(&c, &st);
+		ck_assert_uint_gt(st.partials_resent, 0);
+		ck_assert_uint_gt(st.root_replays, 0);
+	}
+}
+
+START_TEST(test_tree_routed)
+{
+	tree_routed("tree-routed-clean", 8, 2, 0, 2);
+	tree_routed("tree-routed-clean", 7, 3, 0, 2);
+	tree_routed("tree-routed-5%", 8, 2, 500, 4);
+	tree_routed("tree-routed-20%", 6, 3, 2000, 2);
+	/* Beyond 32 ranks: roots a leaf's members can name only at their leaf. */
+	tree_routed("tree-routed-96", 96, 4, 100, 1);
+}
+END_TEST
+
 START_TEST(test_tree_256)
 {
 	/* 256 ranks: 8 leaves of 32, each seeing only its own. */
@@ -1503,6 +1552,7 @@ sim_suite(void)
 		{ "tree_loss_5", test_tree_loss_5 },
 		{ "tree_loss_20", test_tree_loss_20 },
 		{ "tree_256", test_tree_256 },
+		{ "tree_routed", test_tree_routed },
 	};
 	unsigned i;
 

@@ -381,10 +381,10 @@ b_route_gather_bfp(uint8_t *b, size_t *l)
 }
 
 static void
-b_route_no_root(uint8_t *b, size_t *l)
+b_route_anon_elems(uint8_t *b, size_t *l)
 {
 	(void)l;
-	b[HO(flags)] |= INCA_F_ROUTED;
+	b[HO(flags)] |= INCA_F_ROUTED | INCA_F_GATHER;
 	put_bitmap(b, 0);
 }
 
@@ -993,7 +993,7 @@ static const struct reject_case cases[] = {
 	MSG(ROUTE, "GATHER without ROUTED", CONTRIB, b_route_gather_alone),
 	MSG(ROUTE, "BRIEF RESULT without ROUTED", RESULT, b_route_brief_alone),
 	MSG(ROUTE, "GATHER with BFP", RESULT, b_route_gather_bfp),
-	MSG(ROUTE, "ROUTED CONTRIB without a root", CONTRIB, b_route_no_root),
+	MSG(ROUTE, "anonymous GATHER CONTRIB with elements", CONTRIB, b_route_anon_elems),
 	MSG(ROUTE, "ROUTED CONTRIB with two roots", CONTRIB, b_route_two_roots),
 	MSG(ROUTE, "BRIEF reduce contribution", CONTRIB, b_route_brief_reduce),
 	MSG(ROUTE, "BRIEF gather contribution from the root", CONTRIB, b_route_root_brief),
@@ -1293,6 +1293,16 @@ START_TEST(test_accept_edges)
 	ck_assert_int_eq(decode_exact(buf, INCA_HDR_LEN, 0, &d), INCA_WIRE_OK);
 	ck_assert_uint_eq(d.body_len, 0);
 	ck_assert_uint_eq(d.count, m.count);
+	/* The anonymous root of a tree ("Routed chunks in a tree"): a
+	 * reduced chunk's elements, a gathered chunk's BRIEF. */
+	m.flags = INCA_F_ROUTED | INCA_F_GATHER | INCA_F_BRIEF;
+	m.bitmap = 0;
+	inca_hdr_encode(&m, buf);
+	ck_assert_int_eq(decode_exact(buf, INCA_HDR_LEN, 0, &d), INCA_WIRE_OK);
+	ck_assert_uint_eq(d.bitmap, 0);
+	m.flags = INCA_F_ROUTED;
+	len = encode_msg(&m, buf);
+	ck_assert_int_eq(decode_exact(buf, len, 0, &d), INCA_WIRE_OK);
 	base_msg(INCA_MSG_RESULT, &m);
 	m.flags = INCA_F_ROUTED | INCA_F_BRIEF;
 	inca_hdr_encode(&m, buf);

@@ -289,19 +289,21 @@ class Scenario:
             self.ignore.append('ctrl.pool_base')
 
     def contrib(self, rank, k, values=None, exp=0, flags=0, counted=True, token=None,
-                src=None, root=None, gather=False, dtype=INT32, op=SUM):
+                src=None, root=None, gather=False, anon=False, dtype=INT32, op=SUM):
         """CONTRIB of chunk k from rank. counted: the aggregator must count
         it (False for copies the rules drop: duplicates, replays, forgeries).
         src: (mac, ip, udp_port[, vlan]) to forge the source. root: a routed
         chunk's root (docs/protocol.md, "Routed chunks"), gathered from it
         with gather: then another rank's CONTRIB is BRIEF (no body), which
-        adds nothing to the result."""
+        adds nothing to the result. anon: the anonymous root of a tree
+        (bitmap 0, "Routed chunks in a tree"): the root is no member here;
+        BRIEF when gathered."""
         m, j = self.members[rank] if rank < len(self.members) else member(rank), self.job
         bitmap, brief = 0, False
-        if root is not None:
+        if root is not None or anon:
             flags |= F_ROUTED | (F_GATHER if gather else 0)
-            bitmap = 1 << root
-            brief = gather and rank != root
+            bitmap = 0 if anon else 1 << root
+            brief = gather and (anon or rank != root)
             if brief:
                 flags |= F_BRIEF
                 values = [0] * j['elems']
@@ -813,6 +815,39 @@ def all_gather():
     return s
 
 
+def routed_parent():
+    s = Scenario('routed_parent', 'routed chunks at a tree\'s parent (docs/protocol.md, '
+                 '"Routed chunks in a tree"): the leaf holding the root names itself, the '
+                 'others send the anonymous root (bitmap 0); a reduced chunk\'s sum goes to '
+                 'the root\'s leaf only, a gathered chunk\'s elements to every other leaf; a '
+                 'chunk nobody names, or one an anonymous member shares with a member naming '
+                 'another, fails (NACK MISMATCH)', tofino=False, nworkers=3, pool_size=4,
+                 window=4, elems=64)
+    for r in range(3):
+        s.join(r)
+    # Chunk 0, reduced to a rank under leaf 1; chunk 1, gathered from one under leaf 2.
+    for r in (0, 1, 2):
+        s.contrib(r, 0, root=1 if r == 1 else None, anon=r != 1)
+    s.result(0)
+    for r in (2, 0, 1):
+        s.contrib(r, 1, root=2 if r == 2 else None, anon=r != 2, gather=True)
+    s.result(1)
+    # Leaf 0 lost chunk 1's elements: a replay of its form.
+    s.contrib(0, 1, flags=F_RETX, counted=False, anon=True, gather=True)
+    s.result(1, to=0, replay=True)
+    # Chunk 2: every leaf anonymous, the root is nobody's: failed at completion.
+    for r in range(3):
+        s.contrib(r, 2, counted=False, anon=True, flags=F_LAST)
+    for r in range(3):
+        s.nack(r, 2, NACK_MISMATCH, s.job['session'], flags=F_ROUTED | F_LAST)
+    # Chunk 3: leaf 0 anonymous, leaf 1 names leaf 2: they disagree.
+    s.contrib(0, 3, counted=False, anon=True)
+    s.contrib(1, 3, counted=False, root=2)
+    for r in range(3):
+        s.nack(r, 3, NACK_MISMATCH, s.job['session'], flags=F_ROUTED)
+    return s
+
+
 def roce_sum3():
     s = Scenario('roce_sum3', 'RoCEv2: two members bound to UD queue pairs and one UDP '
                  'member; JOIN_ACK names the aggregator\'s queue pair; RESULTs go to each '
@@ -940,8 +975,8 @@ def wide64():
 
 SCENARIOS = [join_static, sum2, sum4_bfp, sum2_large, replay, duplicate, wraparound,
              non_member, bad_token, late_copy, late_reuse, vlan_tagged, stale_session,
-             mismatch, reduce_scatter, all_gather, roce_sum3, roce_replay, leaf_partial,
-             wide64]
+             mismatch, reduce_scatter, all_gather, routed_parent, roce_sum3, roce_replay,
+             leaf_partial, wide64]
 
 
 def write_pcap(path, frames):

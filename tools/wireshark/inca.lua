@@ -397,8 +397,8 @@ local function route_error(h)
 		bits = bits + b % 2
 		b = math.floor(b / 2)
 	end
-	if bits ~= 1 then
-		return "the root bitmap has not exactly one bit"
+	if bits > 1 then
+		return "the root bitmap has more than one bit"
 	end
 	if not gather then
 		return brief and "BRIEF without GATHER" or nil
