@@ -51,12 +51,13 @@ struct bench {
 	/*
 	 * -C: the collective. A size S is the whole tensor: the allreduce's
 	 * S, the reduce-scatter's input (each rank keeps S / N), the
-	 * all-gather's output (each rank gives S / N).
+	 * all-gather's output (each rank gives S / N), the reduce's input and
+	 * its root's (rank 0's) output.
 	 */
-	enum { COLL_ALLREDUCE, COLL_RSCAT, COLL_AGATHER } coll;
+	enum { COLL_ALLREDUCE, COLL_RSCAT, COLL_AGATHER, COLL_REDUCE, COLL_COUNT } coll;
 };
 
-static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgather"};
+static const char *const coll_names[] = {"allreduce", "reduce_scatter", "allgather", "reduce"};
 
 /* Figures per size exchanged between ranks (gather_figures). */
 #define NFIG 5
@@ -114,9 +115,9 @@ usage(FILE *f)
 		"  -G, --give-up-ms N          give up after silence (INCA_GIVE_UP_MS)\n"
 		"  -F, --float-mode M          auto, native, bfp (INCA_FLOAT_MODE)\n"
 		"  -k, --inflight K            split each message into K iallreduce\n"
-		"  -C, --collective C          allreduce, reduce_scatter or allgather (sizes\n"
-		"                              are the whole tensor: S in, S / N out, or the\n"
-		"                              reverse)\n"
+		"  -C, --collective C          allreduce, reduce_scatter, allgather or reduce\n"
+		"                              (sizes are the whole tensor: S in, S / N out,\n"
+		"                              or the reverse; a reduce's root is rank 0)\n"
 		"      --in-place              sendbuf == recvbuf\n"
 		"      --fallback-tcp IP:PORT  host allreduce through rank 0 at IP:PORT when\n"
 		"                              the aggregator fails (rank 0 listens there)\n"
@@ -470,6 +471,8 @@ one_allreduce(struct bench *b, struct inca_comm *c, const void *in, void *out, s
 	if (b->coll == COLL_AGATHER)
 		return inca_allgather(c, b->inplace ? INCA_IN_PLACE : in, out,
 				      count / b->o.size * es);
+	if (b->coll == COLL_REDUCE)
+		return inca_reduce(c, in, b->o.rank == 0 ? out : NULL, count, b->dtype, b->op, 0);
 	if (n <= 1)
 		return inca_allreduce(c, b->inplace ? INCA_IN_PLACE : in, out, count, b->dtype,
 				      b->op);
@@ -518,6 +521,8 @@ check_out(const struct bench *b, const void *out, size_t count, void *in)
 		fill(in, b->dtype, b->o.rank, block);
 		return bad;
 	}
+	if (b->coll == COLL_REDUCE && b->o.rank != 0)
+		return 0; /* only the root has the result */
 	return verify(out, b->dtype, b->op, b->o.size, count);
 }
 
@@ -585,7 +590,7 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 
 	if (count == 0)
 		count = 1;
-	if (b->coll != COLL_ALLREDUCE)
+	if (b->coll == COLL_RSCAT || b->coll == COLL_AGATHER)
 		count = (count + b->o.size - 1) / b->o.size * b->o.size; /* whole blocks */
 	if (iters == 0)
 		iters = 1;
@@ -672,9 +677,10 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 	/* The in-network lower bound is S/B: each link carries S bytes each
 	 * way, so S / time over the link rate is the utilisation, and
 	 * time / (S/B) its inverse (1.0 is the bound). */
-	/* The bounds of docs/protocol.md, "Routed chunks": an allreduce's and
-	 * a reduce-scatter's S / B (the uplink carries S), an all-gather's
-	 * (N - 1) S / (N B) (the downlink carries the others' blocks). */
+	/* The bounds of docs/protocol.md, "Routed chunks": an allreduce's, a
+	 * reduce-scatter's and a reduce's S / B (the uplink carries S), an
+	 * all-gather's (N - 1) S / (N B) (the downlink carries the others'
+	 * blocks). */
 	double lb = b->coll == COLL_AGATHER ? bytes * (b->o.size - 1.0) / b->o.size : bytes;
 	double util = b->link_mbps > 0 ? (lb * 8.0 / avg) / b->link_mbps : 0;
 	double sb_us = b->link_mbps > 0 ? lb * 8.0 / b->link_mbps : 0;
@@ -829,9 +835,9 @@ main(int argc, char **argv)
 			break;
 		case 'k': b.inflight = num("-k", optarg, 64); break;
 		case 'C':
-			for (k = 0; k < 3 && strcmp(optarg, coll_names[k]) != 0; k++)
+			for (k = 0; k < COLL_COUNT && strcmp(optarg, coll_names[k]) != 0; k++)
 				;
-			if (k == 3) {
+			if (k == COLL_COUNT) {
 				fprintf(stderr, "inca-bench: unknown collective '%s'\n", optarg);
 				return 2;
 			}
