@@ -283,7 +283,7 @@ run_inca()
 	done
 	if [ "$fail" = 1 ]; then
 		echo "bench_allreduce: inca-bench failed (N=$n MTU=$mtu run $run):" >&2
-		tail -3 "$log".r*.err >&2
+		tail -n 3 "$log".r*.err >&2
 		return 1
 	fi
 	# dtype,op,bytes,count,avg,min,max,algbw,util,errors,median,ratio,cpu

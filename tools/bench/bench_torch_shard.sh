@@ -113,7 +113,7 @@ train()
 	PIDS=
 	if [ $rc != 0 ]; then
 		echo "$ME: $be, N=$n, run $run failed:" >&2
-		tail -5 "$out".r*.log >&2
+		tail -n 5 "$out".r*.log >&2
 	fi
 	return $rc
 }
