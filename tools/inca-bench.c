@@ -615,6 +615,11 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 				break;
 			cpu0 = cpu_us();
 		}
+		/* Each reduce starts together (the barrier untimed), as
+		 * mpi_allreduce_bench's: a host reduce does not synchronise,
+		 * so back-to-back calls would time a pipeline there. */
+		if (b->coll == COLL_REDUCE && (ret = inca_barrier(c)) < 0)
+			break;
 		t0 = now_us();
 		ret = one_allreduce(b, c, in, out, count);
 		if (ret < 0)
