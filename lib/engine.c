@@ -621,6 +621,8 @@ deliver(struct inca_comm *c, struct li_chunk *e)
 	if (r == NULL)
 		return;
 	if (is_routed(r)) {
+		c->st.routed_chunks++;
+		c->st.brief_results += e->brief;
 		/* Only this rank's elements: none in a BRIEF result. */
 		if (!e->brief && li_gets_elems(c, e) && r->recvbuf != NULL) {
 			chunk_geom(r, e->idx, &off, &cnt);

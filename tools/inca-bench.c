@@ -51,7 +51,8 @@ struct bench {
 	/*
 	 * -C: the collective. A size S is the whole tensor: the allreduce's
 	 * S, the reduce-scatter's input (each rank keeps S / N), the
-	 * all-gather's output (each rank gives S / N).
+	 * all-gather's output (each rank gives S / N), the reduce's input and
+	 * its root's (rank 0's) output.
 	 */
 	enum { COLL_ALLREDUCE, COLL_RSCAT, COLL_AGATHER, COLL_REDUCE } coll;
 	unsigned root;          /* COLL_REDUCE: the rank that receives the result */
@@ -534,7 +535,8 @@ one_allreduce(struct bench *b, struct inca_comm *c, const void *in, void *out, s
 		return inca_allgather(c, b->inplace ? INCA_IN_PLACE : in, out,
 				      count / b->o.size * es);
 	if (b->coll == COLL_REDUCE)
-		return inca_reduce(c, in, out, count, b->dtype, b->op, b->root);
+		return inca_reduce(c, in, b->o.rank == b->root ? out : NULL, count, b->dtype, b->op,
+				   b->root);
 	if (n <= 1)
 		return inca_allreduce(c, b->inplace ? INCA_IN_PLACE : in, out, count, b->dtype,
 				      b->op);
@@ -653,7 +655,7 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 
 	if (count == 0)
 		count = 1;
-	if (b->coll != COLL_ALLREDUCE)
+	if (b->coll == COLL_RSCAT || b->coll == COLL_AGATHER)
 		count = (count + b->o.size - 1) / b->o.size * b->o.size; /* whole blocks */
 	if (iters == 0)
 		iters = 1;
@@ -678,6 +680,11 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 				break;
 			cpu0 = cpu_us();
 		}
+		/* Each reduce starts together (the barrier untimed), as
+		 * mpi_allreduce_bench's: a host reduce does not synchronise,
+		 * so back-to-back calls would time a pipeline there. */
+		if (b->coll == COLL_REDUCE && (ret = inca_barrier(c)) < 0)
+			break;
 		t0 = now_us();
 		ret = one_allreduce(b, c, in, out, count);
 		if (ret < 0)
@@ -740,9 +747,10 @@ run_size(struct bench *b, struct inca_comm *c, void *in, void *out, size_t bytes
 	/* The in-network lower bound is S/B: each link carries S bytes each
 	 * way, so S / time over the link rate is the utilisation, and
 	 * time / (S/B) its inverse (1.0 is the bound). */
-	/* The bounds of docs/protocol.md, "Routed chunks": an allreduce's and
-	 * a reduce-scatter's S / B (the uplink carries S), an all-gather's
-	 * (N - 1) S / (N B) (the downlink carries the others' blocks). */
+	/* The bounds of docs/protocol.md, "Routed chunks": an allreduce's, a
+	 * reduce-scatter's and a reduce's S / B (the uplink carries S), an
+	 * all-gather's (N - 1) S / (N B) (the downlink carries the others'
+	 * blocks). */
 	double lb = b->coll == COLL_AGATHER ? bytes * (b->o.size - 1.0) / b->o.size : bytes;
 	double util = b->link_mbps > 0 ? (lb * 8.0 / avg) / b->link_mbps : 0;
 	double sb_us = b->link_mbps > 0 ? lb * 8.0 / b->link_mbps : 0;

@@ -19,13 +19,14 @@
  * communicator, hence one job per communicator.
  *
  * What goes through INCA on such a communicator: MPI_Allreduce,
- * MPI_Iallreduce, MPI_Reduce and MPI_Reduce_scatter_block (inca_reduce_scatter():
- * routed chunks where the aggregator has them, else an allreduce) of MPI_INT,
- * MPI_INT32_T, MPI_FLOAT, MPI_INT64_T, MPI_LONG_LONG, MPI_LONG (where it
- * is 8 bytes) and MPI_DOUBLE with MPI_SUM, MPI_MIN or MPI_MAX (and
- * MPI_UNSIGNED / MPI_UINT32_T, MPI_UINT64_T / MPI_UNSIGNED_LONG_LONG with
- * MPI_SUM, whose wrapping sums are the same bits); 64-bit types on an
- * aggregator without them (a switch) go to PMPI, counted as passed; MPI_Bcast and MPI_Ibcast of any datatype as an int32 sum of raw
+ * MPI_Iallreduce, MPI_Reduce (inca_reduce()) and MPI_Reduce_scatter_block
+ * (inca_reduce_scatter()), both in routed chunks where the aggregator has
+ * them, else as an allreduce, of MPI_INT, MPI_INT32_T, MPI_FLOAT,
+ * MPI_INT64_T, MPI_LONG_LONG, MPI_LONG (where it is 8 bytes) and MPI_DOUBLE
+ * with MPI_SUM, MPI_MIN or MPI_MAX (and MPI_UNSIGNED / MPI_UINT32_T,
+ * MPI_UINT64_T / MPI_UNSIGNED_LONG_LONG with MPI_SUM, whose wrapping sums
+ * are the same bits); 64-bit types on an aggregator without them (a switch)
+ * go to PMPI, counted as passed; MPI_Bcast and MPI_Ibcast of any datatype as an int32 sum of raw
  * bytes to which every other rank adds zeros (bit-exact for any content);
  * MPI_Allgather of any datatype (inca_allgather(): routed chunks, else
  * that int32 sum); MPI_Barrier and MPI_Ibarrier.
@@ -175,7 +176,8 @@ struct im_conf {
 	X(iallreduce_inca, "MPI_Iallreduce calls sent through libinca") \
 	X(bcast_inca, "MPI_Bcast calls sent through libinca") \
 	X(barrier_inca, "MPI_Barrier calls sent through libinca") \
-	X(reduce_inca, "MPI_Reduce calls sent through libinca (as an allreduce)") \
+	X(reduce_inca, "MPI_Reduce calls sent through libinca (inca_reduce())") \
+	X(reduce_routed, "of those, calls routed to the root alone (others got BRIEF results)") \
 	X(reduce_scatter_inca, "MPI_Reduce_scatter_block calls sent through libinca") \
 	X(allgather_inca, "MPI_Allgather calls sent through libinca") \
 	X(ibcast_inca, "MPI_Ibcast calls sent through libinca") \
@@ -1251,36 +1253,51 @@ MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 }
 
 /*
- * MPI_Reduce as an allreduce whose result the non-roots discard: exact, but
- * every rank sends and receives the whole vector (a host reduce sends it
- * towards the root only).
+ * Did the inca_reduce() between the counters @b and @a go routed, as
+ * Reduce (docs/protocol.md, "Routed chunks")? Every chunk routed, and at a
+ * rank other than the root every result BRIEF: it received no elements.
+ */
+static bool
+reduce_was_routed(const struct inca_stats *b, const struct inca_stats *a, bool root)
+{
+	uint64_t chunks = a->chunks - b->chunks, routed = a->routed_chunks - b->routed_chunks;
+	uint64_t brief = a->brief_results - b->brief_results;
+
+	return chunks > 0 && routed == chunks && brief == (root ? 0 : routed);
+}
+
+/*
+ * MPI_Reduce through inca_reduce(): where the aggregator routes chunks
+ * (INCA_CAP_ROUTED) every chunk's result goes to the root and the other
+ * ranks get header-only BRIEF results, so only the root receives the
+ * vector, as with a host reduce; elsewhere libinca runs it as an
+ * allreduce whose result the other ranks do not see. Exact either way.
  */
 IM_EXPORT int
 MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
 	   int root, MPI_Comm comm)
 {
+	struct inca_stats before, after;
 	struct im_comm *c;
 	unsigned dtype, iop;
-	void *out = recvbuf;
 	int ret;
 
 	c = count > 0 ? reduction_route((uint64_t)count, datatype, op, comm, &dtype, &iop) : NULL;
 	if (c == NULL || root < 0 || root >= c->size)
 		return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
-	if (c->rank != root) {
-		/* recvbuf is not significant here and may be NULL. */
-		out = malloc((size_t)red_bytes((uint64_t)count, dtype));
-		if (out == NULL)
-			return im_result(INCA_ENOMEM, comm);
-	}
 	pthread_mutex_lock(&c->lock);
-	ret = inca_allreduce(c->comm, sendbuf == MPI_IN_PLACE ? INCA_IN_PLACE : sendbuf, out,
-			     (size_t)count, dtype, iop);
-	if (ret == INCA_OK)
+	inca_comm_stats(c->comm, &before);
+	/* recvbuf is significant at the root only (NULL elsewhere is fine). */
+	ret = inca_reduce(c->comm, sendbuf == MPI_IN_PLACE ? INCA_IN_PLACE : sendbuf,
+			  c->rank == root ? recvbuf : NULL, (size_t)count, dtype, iop,
+			  (unsigned)root);
+	if (ret == INCA_OK) {
 		count_inca(c, &im.n.reduce_inca, red_bytes((uint64_t)count, dtype));
+		inca_comm_stats(c->comm, &after);
+		if (reduce_was_routed(&before, &after, c->rank == root))
+			__atomic_fetch_add(&im.n.reduce_routed, 1, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&c->lock);
-	if (out != recvbuf)
-		free(out);
 	if (ret == INCA_ENOTSUP) {
 		im.n.passed++;
 		return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);

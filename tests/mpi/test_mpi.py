@@ -10,7 +10,8 @@ every result with PMPI) runs under LD_PRELOAD=libinca-mpi.so:
 
  1. with incad: every result right, every eligible call went through
     libinca, on WORLD and on the communicators made from it (dup, split,
-    re-created after MPI_Comm_free), none through its fallback, and
+    re-created after MPI_Comm_free), none through its fallback, every
+    MPI_Reduce in routed chunks (only its root received elements), and
     incad's counters of the job show the chunks the ranks completed: the
     test fails if the interposer silently used PMPI; the derived
     communicators' jobs appear on incad and are gone after the run;
@@ -182,6 +183,11 @@ def main():
                     'rank %d: chunks %d tx_bytes %d' % (r, s['chunks'], s['tx_bytes'])
                 assert s['chunks'] == st[0]['chunks']
                 assert s['world_chunks'] == st[0]['world_chunks']
+                # MPI_Reduce as Reduce in routed chunks: every call's
+                # result went to its root alone, the others' were BRIEF.
+                assert s['reduce_routed'] == expect['reduce'] > 0, \
+                    'rank %d: %d of %d MPI_Reduce calls routed' % (r, s['reduce_routed'],
+                                                                   expect['reduce'])
             job = incad.job(JOB)
             log('incad job %d: %s' % (JOB, job))
             # At least every chunk the ranks completed (libinca adds a
@@ -198,6 +204,7 @@ def main():
         for r, s in st.items():
             assert s['chunks'] == 0 and s['in_fallback'] == 1, 'rank %d: %s' % (r, s)
             assert s['fallback_collectives'] == libinca_calls(expect), 'rank %d: %s' % (r, s)
+            assert s['reduce_routed'] == 0 and s['routed_chunks'] == 0, 'rank %d: %s' % (r, s)
         log('run 2 (no incad): PASS through the PMPI fallback')
 
         # 3. incad killed once the run is under way.

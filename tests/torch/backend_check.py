@@ -102,7 +102,18 @@ def moved(t):
     return t.view(torch.uint8) if t.dtype == torch.bool else t
 
 
+def was_routed(s0, s1, root):
+    """Between the stats @s0 and @s1, one call in routed chunks only, BRIEF
+    everywhere but at the @root?"""
+    chunks = s1['chunks'] - s0['chunks']
+    rt = s1['routed_chunks'] - s0['routed_chunks']
+    brief = s1['brief_results'] - s0['brief_results']
+    return int(chunks > 0 and rt == chunks and brief == (0 if root else rt))
+
+
 def check_ops(rank, world, ref, errors):
+    """The checks of ops; returns the reduce calls that went routed."""
+    import inca_torch
     g = torch.Generator().manual_seed(300 + rank)
 
     def note(what, ok):
@@ -168,15 +179,28 @@ def check_ops(rank, world, ref, errors):
         note('all_gather_into_tensor case %d' % i, same(out, torch.cat(
             [w.reshape(-1) for w in want])))
 
-    # reduce: the root has the sum, the others' tensors are unchanged.
-    for dtype in (torch.float32, torch.int32, torch.float64):
+    # reduce to every root: the root has the result, the others' tensors
+    # are unchanged. fp32 SUM and AVG, int32 SUM and MAX, fp64 SUM through
+    # inca_reduce() (fp64 to gloo when the aggregator lacks it). A call counts as routed when libinca
+    # completed all its chunks as routed chunks and, at a rank other than
+    # the root, every result came BRIEF (no elements received).
+    routed = 0
+    for dtype, op in ((torch.float32, RO.SUM), (torch.float32, RO.AVG), (torch.int32, RO.SUM),
+                      (torch.int32, RO.MAX), (torch.float64, RO.SUM)):
         x = sum_input(dtype, g, world)
         for root in range(world):
             mine = x.clone()
-            dist.reduce(mine, root)
+            s0 = inca_torch.stats()
+            dist.reduce(mine, root, op=op)
+            routed += was_routed(s0, inca_torch.stats(), rank == root)
             want = x.clone()
-            dist.all_reduce(want, group=ref)
-            note('reduce %s to %d' % (dtype, root), same(mine, want if rank == root else x))
+            if op == RO.AVG:
+                dist.all_reduce(want, group=ref)
+                want.div_(world)
+            else:
+                dist.all_reduce(want, op=op, group=ref)
+            note('reduce %s %s to %d' % (dtype, op, root),
+                 same(mine, want if rank == root else x))
 
     # reduce_scatter / reduce_scatter_tensor (gloo of 1.13 has neither:
     # against its all_reduce, of which each rank keeps its block).
@@ -196,6 +220,7 @@ def check_ops(rank, world, ref, errors):
                  same(xin, x))
     for _ in range(3):
         dist.barrier()
+    return routed
 
 
 def worker(rank, world, port, a):
@@ -208,7 +233,7 @@ def worker(rank, world, port, a):
     if a.what == 'ops':
         ref = dist.new_group(backend='gloo')
         before = inca_torch.stats()
-        check_ops(rank, world, ref, out['errors'])
+        out['reduce_routed'] = check_ops(rank, world, ref, out['errors'])
         out['stats0'], out['stats1'] = before, inca_torch.stats()
     else:
         torch.manual_seed(0)

@@ -4,6 +4,14 @@
 """Fully sharded data-parallel training in N processes on a backend.
 
   shard_check.py --world N --backend inca|gloo --steps S --out FILE
+                 [--hidden H] [--loss-every K] [--rank R --master IP:PORT]
+
+--hidden widens the model's hidden layer (tools/bench/bench_torch_shard.sh
+uses a few MB of parameters); --rank runs rank R alone in this process,
+its rendezvous at IP:PORT (one process per namespace), instead of
+spawning all N here. Every rank records the seconds of each step's
+all-gather, forward and backward, and reduce-scatter with the update
+("times": the benchmark reads them; the test does not).
 
 Why not torch's FSDP: Debian's torch 1.13 cannot run it here. Under
 Python 3.11 `import torch.distributed.fsdp` fails (a dataclass with a
@@ -32,6 +40,7 @@ inca_torch stats.
 import argparse
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -63,13 +72,13 @@ def reduce_scatter_flat(shard, full, backend):
 
 def worker(rank, world, port, a):
     torch.set_num_threads(1)
-    os.environ['MASTER_ADDR'] = '127.0.0.1'
+    os.environ['MASTER_ADDR'] = a.master.rsplit(':', 1)[0] if a.master else '127.0.0.1'
     os.environ['MASTER_PORT'] = str(port)
     import inca_torch
     dist.init_process_group(a.backend, rank=rank, world_size=world)
 
     torch.manual_seed(0)
-    net = nn.Sequential(nn.Linear(FEATURES, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, CLASSES))
+    net = nn.Sequential(nn.Linear(FEATURES, a.hidden), nn.ReLU(), nn.Linear(a.hidden, CLASSES))
     params = list(net.parameters())
     n = sum(p.numel() for p in params)
     per = (n + world - 1) // world
@@ -84,26 +93,34 @@ def worker(rank, world, port, a):
     full = torch.empty(per * world)
     grad = torch.zeros(per * world)
     gshard = torch.empty(per)
-    losses = []
+    losses, times = [], []
     stats0 = inca_torch.stats() if a.backend == 'inca' else None
     for step in range(a.steps + 1):
+        t0 = time.perf_counter()
         all_gather_flat(full, shard, a.backend)
         with torch.no_grad():
             nn.utils.vector_to_parameters(full[:n], params)
+        t1 = time.perf_counter()
         if step % a.loss_every == 0 or step == a.steps:
             losses.append((step, mean_loss(net, x, y, loss_fn)))
         if step == a.steps:
             break
+        t2 = time.perf_counter()
         i = (step * BATCH) % SAMPLES
         net.zero_grad()
         loss_fn(net(x[i:i + BATCH]), y[i:i + BATCH]).backward()
         grad[:n] = torch.cat([p.grad.reshape(-1) for p in params])
+        t3 = time.perf_counter()
         reduce_scatter_flat(gshard, grad, a.backend)
         gshard /= world
         velocity.mul_(MOMENTUM).add_(gshard)
         shard.add_(velocity, alpha=-LR)
+        # (all-gather, forward and backward, reduce-scatter and update);
+        # the loss's evaluation is left out.
+        times.append((t1 - t0, t3 - t2, time.perf_counter() - t3))
 
-    out = {'rank': rank, 'params': full[:n].clone(), 'losses': losses,
+    out = {'rank': rank, 'params': full[:n].clone(), 'losses': losses, 'times': times,
+           'nparams': n,
            'stats0': stats0, 'stats1': inca_torch.stats() if a.backend == 'inca' else None}
     finish(out, a.out)
 
@@ -114,9 +131,17 @@ def main():
     ap.add_argument('--backend', choices=('inca', 'gloo'), default='inca')
     ap.add_argument('--steps', type=int, default=200)
     ap.add_argument('--loss-every', type=int, default=10)
+    ap.add_argument('--hidden', type=int, default=HIDDEN)
+    ap.add_argument('--rank', type=int)
+    ap.add_argument('--master', help='IP:PORT of rank 0 (with --rank)')
     ap.add_argument('--out', required=True)
     a = ap.parse_args()
-    spawn(worker, a.world, a)
+    if a.rank is None:
+        spawn(worker, a.world, a)
+    elif a.master is None:
+        ap.error('--rank needs --master')
+    else:
+        worker(a.rank, a.world, int(a.master.rsplit(':', 1)[1]), a)
 
 
 if __name__ == '__main__':

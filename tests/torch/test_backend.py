@@ -9,7 +9,8 @@ job per world size. backend_check.py does the work:
 
  * for 2 and 4 processes, with incad: every collective of the backend
    equals gloo's bit for bit (backend_check.py says which inputs), the ones
-   INCA carries went through incad with no fallback, and only the
+   INCA carries went through incad with no fallback, every reduce in routed
+   chunks (only its root received elements), and only the
    delegated ones (fp64, int64 all_reduce) went to gloo; DDP with no hook
    trains as over plain gloo: every rank ends with bit-identical
    parameters, the loss at least halves, parameters within TOL of gloo's
@@ -58,11 +59,16 @@ def gloo_calls(world):
 
 # ... and through libinca: all_reduce of fp32, fp16, bf16, fp64 (4 ops
 # each), int32 and int64 (3 each), 5 asynchronous ones, 6 broadcasts from
-# every root, 6 all_gathers and 6 all_gather_into_tensors, reduce of fp32,
-# int32 and fp64 to every root, 16 reduce_scatters (int64's included),
-# 3 barriers.
+# every root, 6 all_gathers and 6 all_gather_into_tensors, reduce (fp32 SUM
+# and AVG, int32 SUM and MAX, fp64 SUM) to every root, 16 reduce_scatters
+# (int64's included), 3 barriers.
 def inca_calls(world):
-    return 22 + 5 + 6 * world + 12 + 3 * world + 16 + 3
+    return 22 + 5 + 6 * world + 12 + reduce_calls(world) + 16 + 3
+
+
+# The reduces through inca_reduce(): with incad, every one in routed chunks.
+def reduce_calls(world):
+    return 5 * world
 
 
 def run(rack, args, tmp, world, what, backend='inca', extra_env=None, argv_extra=(),
@@ -114,9 +120,14 @@ def check_ops(outs, what, through_inca):
         if through_inca:
             assert s1['in_fallback'] == 0 and fb == 0 and s1['recoveries'] == 0, \
                 '%s: rank %d used the fallback: %s' % (what, r, s1)
+            # dist.reduce as Reduce in routed chunks: the result went to
+            # the root alone, the other ranks' results were BRIEF.
+            assert o['reduce_routed'] == reduce_calls(len(outs)), \
+                '%s: rank %d: %d of %d reduces routed' % (what, r, o['reduce_routed'],
+                                                          reduce_calls(len(outs)))
         else:
-            assert s1['in_fallback'] == 1 and fb == coll and s1['chunks'] == 0, \
-                '%s: rank %d: %s' % (what, r, s1)
+            assert s1['in_fallback'] == 1 and fb == coll and s1['chunks'] == 0 and \
+                o['reduce_routed'] == 0, '%s: rank %d: %s' % (what, r, s1)
     log('%s: every collective equals gloo\'s; %d through libinca, %d to gloo, per rank'
         % (what, inca, gloo))
 

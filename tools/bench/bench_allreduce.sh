@@ -14,18 +14,21 @@
 #       [--sizes pow2|pow4|B,B,...] [--iters I] [--iters-large I]
 #       [--systems inca,inca-nogso,inca-xdp,ompi-ring,ompi-default] [--window W]
 #       [--max-elems E] [--racks R --uplink-rate RATE] [--stripes K[,K...]]
-#       [--agg-rate RATE] [--collective allreduce|reduce_scatter|allgather]
+#       [--agg-rate RATE] [--collective allreduce|reduce_scatter|allgather|reduce]
 #       [--mpi-busy-poll] [--inca-args "ARGS"] [--incad-args "ARGS"]
 #       [--build DIR] [--out DIR]
 #       [--name PREFIX] [--keep]
 #
-# --collective reduce_scatter (or allgather) measures inca_reduce_scatter()
-# against MPI_Reduce_scatter_block (inca_allgather() against MPI_Allgather):
+# --collective reduce_scatter (or allgather, reduce) measures
+# inca_reduce_scatter() against MPI_Reduce_scatter_block (inca_allgather()
+# against MPI_Allgather, inca_reduce() against MPI_Reduce, both to rank 0):
 # a size is the whole tensor (a reduce-scatter's input, an all-gather's
-# output), ratio_SB uses each collective's link bound (S/B, and
-# (N-1)/N x S/B for the all-gather: docs/protocol.md, "Routed chunks"),
-# ompi-ring forces Open MPI's ring for the all-gather and is not offered
-# for the reduce-scatter (Open MPI 4.1 has no ring for it).
+# output, a reduce's input), ratio_SB uses each collective's link bound
+# (S/B, and (N-1)/N x S/B for the all-gather: docs/protocol.md, "Routed
+# chunks"), ompi-ring forces Open MPI's ring for the all-gather and is not
+# offered for the reduce-scatter or the reduce (Open MPI 4.1's tuned
+# component has none for them). The table's last columns are each INCA
+# system's time over the best Open MPI system's in the same runs.
 #
 # Defaults: 4 workers, MTU 1500, 500mbit, switch mode, 3 runs, sizes 4 KiB
 # to 64 MiB in steps of 4, systems inca, ompi-ring and ompi-default.
@@ -280,7 +283,7 @@ run_inca()
 	done
 	if [ "$fail" = 1 ]; then
 		echo "bench_allreduce: inca-bench failed (N=$n MTU=$mtu run $run):" >&2
-		tail -3 "$log".r*.err >&2
+		tail -n 3 "$log".r*.err >&2
 		return 1
 	fi
 	# dtype,op,bytes,count,avg,min,max,algbw,util,errors,median,ratio,cpu
@@ -516,12 +519,20 @@ with open(sys.argv[1]) as f:
 print('# N=%s MTU=%s: median time (us), time / (S/B) and CPU-s per GiB reduced; '
       'other runnable tasks %.1f-%.1f'
       % (sys.argv[2], sys.argv[3], min(loads or [0]), max(loads or [0])))
-print('%10s' % 'bytes' + ''.join('%14s %7s %8s' % (s, 'xS/B', 'cpu/GiB') for s in systems))
+# Each INCA system's time over the best Open MPI system's (< 1: INCA faster).
+incas = [s for s in systems if s.startswith('inca')]
+ompis = [s for s in systems if s.startswith('ompi')]
+ratios = incas if ompis else []
+print('%10s' % 'bytes' + ''.join('%14s %7s %8s' % (s, 'xS/B', 'cpu/GiB') for s in systems)
+      + ''.join('%14s' % ('%s/ompi' % s) for s in ratios))
 for b in sorted({k[0] for k in t}):
     line = '%10d' % b
     for s in systems:
         v = t.get((b, s))
         line += '%14.1f %7.3f %8s' % v if v else '%14s %7s %8s' % ('-', '-', '-')
+    best = min([t[(b, s)][0] for s in ompis if (b, s) in t] or [0])
+    for s in ratios:
+        line += '%14.3f' % (t[(b, s)][0] / best) if (b, s) in t and best else '%14s' % '-'
     print(line)
 EOF
 }

@@ -114,14 +114,16 @@ class ProcessGroupInca(ProcessGroup):
     bit-exact); reduce_scatter and _reduce_scatter_base of the allreduce's
     dtypes and ops (inca_reduce_scatter(): each block's result to its rank
     only where the aggregator says ROUTED, else an allreduce of which each
-    rank keeps its block); reduce (an allreduce); barrier. Everything else, and everything
-    when the job is absent, goes to the inner gloo group; when incad fails
-    mid-run, libinca finishes the collectives through gloo itself.
+    rank keeps its block); reduce (inca_reduce(): the result to the root
+    only where the aggregator says ROUTED, else an allreduce); barrier.
+    Everything else, and everything when the job is absent, goes to the
+    inner gloo group; when incad fails mid-run, libinca finishes the
+    collectives through gloo itself.
 
     INCA_TORCH_ROUTE (rank 0's): 'inca' (default) sends every call INCA can
     do through libinca; 'host' sends the same calls to the inner gloo group
-    instead; 'auto' measures both routes per kind (allreduce, with reduce
-    and reduce_scatter; broadcast; all_gather) and size class and takes
+    instead; 'auto' measures both routes per kind (allreduce; reduce;
+    reduce_scatter; broadcast; all_gather) and size class and takes
     the faster (route.py). barrier always takes both.
     """
 
@@ -369,10 +371,38 @@ class ProcessGroupInca(ProcessGroup):
             self.state.calls['gloo'] += 1
             return self._gloo.reduce(tensors, opts)
         t = tensors[0]
-        if self._rank == root:
-            return _work(self._allreduce_fut(t, op))
-        # The others' tensors are left as they were, as gloo leaves them.
-        return _work(self._allreduce_fut(t.clone(), op, lambda x: [t]))
+        me = self._rank == root
+        io = _inca_op(op)
+        st = self.state
+        if io is None or not st.supports(t) or not _plain(t) or \
+                (io[1] and t.dtype not in _FLOATS):
+            # gloo: an allreduce; the others reduce a copy and keep their
+            # tensor, as gloo's reduce leaves it.
+            return _work(self._allreduce_fut(t if me else t.clone(), op,
+                                             None if me else lambda x: [t]))
+        inca_op, avg = io
+        dtype = _TORCH_DTYPES[t.dtype]
+        n = t.numel()
+        size = self._size
+        # inca_reduce(): the root reduces from a copy into @t; the others'
+        # @t is only read (their recvbuf is NULL: with ROUTED they receive
+        # BRIEF results, no elements).
+        src = t.clone() if me else t
+
+        def call(lib, comm):
+            return lib.inca_reduce(comm, src.data_ptr(), t.data_ptr() if me else None, n,
+                                   dtype, inca_op, root)
+
+        def fin(x):
+            if avg and me:
+                t.div_(size)
+            return [t]
+
+        def host():
+            # gloo's allreduce, on a copy at the others.
+            return self._gloo_allreduce_fut(t if me else t.clone(), op, io, lambda x: [t])
+        return _work(self._routed('reduce', n * t.element_size(),
+                                  lambda: st.submit_call(call, t, fin), host))
 
     def _scatter_fut(self, output, flat, op):
         """The reduce-scatter of @flat (a copy of the input) into @output:

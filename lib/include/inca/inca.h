@@ -486,7 +486,9 @@ INCA_API int inca_comm_keepalive(struct inca_comm *c, int on);
 	X(fallback_calls, "calls of the fallback function") \
 	X(fallback_collectives, "collectives completed (partly) by the fallback") \
 	X(probes, "attempts to return from fallback to the aggregator") \
-	X(rejoins, "successful returns to the aggregator")
+	X(rejoins, "successful returns to the aggregator") \
+	X(routed_chunks, "of the chunks, those routed (ReduceScatter, AllGather, Reduce)") \
+	X(brief_results, "of the routed chunks, results that came BRIEF (no elements)")
 
 /** Counter snapshot filled by inca_comm_stats(). */
 struct inca_stats {
