@@ -2047,6 +2047,9 @@ engine_suite(void)
 	TC("routed_without_cap", test_routed_without_cap, 120);
 	TC("routed_loss_dup_reorder", test_routed_lossy, 120);
 	TCL("routed_die_fallback", test_routed_die, (int)ROUTED_DIE_CASES, 60);
+	/* Mostly waits for give_up_ms and probes: meson runs it as its own
+	 * test (engine_routed_die), beside the rest (tests/unit/meson.build). */
+	tcase_set_tags(tc, "routed_die");
 	return s;
 }
 
