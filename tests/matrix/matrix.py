@@ -23,8 +23,10 @@ calling. Invariants, whatever the fault: no rank hangs; no collective
 returns success with a wrong result; every rank gets the same answer at
 creation; and the outcome the fault implies (every collective exact for
 the benign faults with a fallback, an error at the faulty collective for
-the malign ones). A failing seed is printed with its command line: add it
-to REGRESSION_SEEDS.
+the malign ones). Each run draws its first seed (unless --seed or
+$INCA_MATRIX_SEED gives it) and prints it, so that successive runs sample
+new schedules and any run can be repeated. A failing seed is printed with
+its command line: add it to REGRESSION_SEEDS.
 """
 
 import argparse
@@ -655,6 +657,8 @@ def judge(run, t):
 def random_schedule(trials, seed0, jobs):
     seeds = REGRESSION_SEEDS + list(range(seed0, seed0 + trials))
     counts, worst = {}, {}
+    log('random schedule: seeds %d..%d; this run again: random --seed %d --trials %d'
+        % (seed0, seed0 + trials - 1, seed0, trials))
     t_start = time.monotonic()
     with Rack('mtxrnd', workers=3, mode='aggregator') as rack:
         d = Daemon(rack, INCAD, conf=matrix_conf(rack))
@@ -679,8 +683,9 @@ def main():
     ap.add_argument('--worker', required=True)
     ap.add_argument('what', choices=('rows', 'random'))
     ap.add_argument('--only')
-    ap.add_argument('--trials', type=int, default=500)
-    ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--trials', type=int, default=200)
+    ap.add_argument('--seed', type=int,
+                    default=int(os.environ.get('INCA_MATRIX_SEED') or 0) or None)
     ap.add_argument('--jobs', type=int, default=3)
     a = ap.parse_args()
     INCAD, WORKER = a.incad, a.worker
@@ -691,9 +696,16 @@ def main():
         if a.what == 'rows':
             rows(a.only)
         else:
+            if a.seed is None:
+                # Seeds up to 10^6: job, ports and names derive from them.
+                a.seed = random.SystemRandom().randrange(1, 1000000)
             random_schedule(a.trials, a.seed, a.jobs)
     except Failed as e:
         log('FAILED: %s' % e)
+        if a.what == 'random':
+            log('this run again: INCA_MATRIX_SEED=%d meson test matrix_random; a failing '
+                'seed S alone: matrix.py --incad %s --worker %s random --seed S --trials 1'
+                % (a.seed, INCAD, WORKER))
         for f in FIGURES:
             print(f)
         return 1
