@@ -240,7 +240,7 @@ def case_join_ack():
     check(by_type == expect, 'answers %s, expected %s' % (by_type, expect))
     caps = msgs[0].ctrl()
     check(caps['ver_min'] == 2 and caps['ver_max'] == 2, 'CAPS versions %s' % caps)
-    check(caps['dtypes'] == 0xf and caps['ops'] == 0x7, 'CAPS dtypes/ops %s' % caps)
+    check(caps['dtypes'] == 0x3f and caps['ops'] == 0x7, 'CAPS dtypes/ops %s' % caps)
     check(caps['caps'] & CAP_SEQ_CHECK, 'CAPS without SEQ_CHECK')
     check(caps['max_elems'] == 1024 and caps['hb_ms'] == 1000 and caps['evict_ms'] == 5000,
           'CAPS limits %s' % caps)
