@@ -9,6 +9,7 @@ them (JOIN, the window of slots, retransmission, replays) is written here
 from docs/brief decisions, independently of libinca and incad.
 """
 
+import fractions
 import math
 import os
 import random
@@ -449,8 +450,9 @@ def gen_data(dtype_name, op_name, rank, n, seed):
         # Full range: sums wrap modulo 2^64, carries cross the 32-bit halves.
         return [rnd.getrandbits(64) for _ in range(n)]
     if d == 'fp64':
-        # Multiples of 2^-16 up to 2^40: partial sums of up to 8 are below
-        # 2^43 and exact in a 53-bit significand; every 97th element a
+        # Multiples of 2^-16 up to 2^28: partial sums of up to 8 are
+        # multiples of 2^-16 below 2^31, 47 significant bits, exact in a
+        # 53-bit significand whatever the order; every 97th element a
         # subnormal or huge power of two times (rank + 1), zeros of both
         # signs for MIN/MAX.
         out = []
@@ -460,10 +462,28 @@ def gen_data(dtype_name, op_name, rank, n, seed):
             elif i % 89 == 7 and op_name.lower() != 'sum':
                 x = math.copysign(0.0, -1 if (rank + i // 89) % 2 else 1)
             else:
-                x = rnd.randint(-(1 << 56), 1 << 56) / 65536.0
+                x = rnd.randint(-(1 << 44), 1 << 44) / 65536.0
             out.append(fp64_bits(x))
         return out
     raise ValueError(dtype_name)
+
+
+SIGNIFICAND = {'fp64': 53, 'fp32': 24, 'fp16': 11, 'bf16': 8}
+
+
+def order_free(xs, bits):
+    """True when every sum of a subset of the finite values xs, in any
+    order, is exact in a significand of bits bits (and xs has no inf/NaN)."""
+    fs = [fractions.Fraction(x) for x in xs if x != 0]
+    if not all(map(math.isfinite, xs)):
+        return False
+    if not fs:
+        return True
+    # The finest power of two dividing every element: numerators' lowest
+    # set bit over the (power-of-two) denominators.
+    grain = min(fractions.Fraction(f.numerator & -f.numerator, f.denominator)
+                for f in map(abs, fs))
+    return sum(map(abs, fs)) / grain < 2 ** bits
 
 
 def expected(dtype_name, op_name, inputs):
@@ -485,9 +505,13 @@ def expected(dtype_name, op_name, inputs):
         xs = [val(inp[i]) for inp in inputs]
         if op == 'sum':
             s = math.fsum(xs)
-            # The data is chosen so that the exact sum is the answer; make
-            # sure of it rather than trust the generator.
-            if val(bits(s)) != s:
+            # The data is chosen so that the exact sum is the answer in
+            # whatever order the aggregator adds; make sure of it rather
+            # than trust the generator: every partial sum is a multiple of
+            # the finest power of two among the elements and at most the
+            # sum of their magnitudes, so it is exact when that many steps
+            # fit the significand.
+            if val(bits(s)) != s or not order_free(xs, SIGNIFICAND[d]):
                 raise ValueError('test data: sum %r not exact in %s' % (s, d))
             out.append(bits(s))
         else:
