@@ -107,7 +107,7 @@ gen_float_bits(unsigned ebits, unsigned mbits)
 	if (r < 175) /* the largest finite */
 		return sign | ((emax - 1) << mbits) | mmask;
 	if (r < 250) /* the smallest normals: sums cross into subnormals */
-		return sign | (1u << mbits) | mant;
+		return sign | (UINT64_C(1) << mbits) | mant;
 	if (r < 350) /* anything finite */
 		return sign | ((rnd_below((unsigned)emax - 1) + UINT64_C(1)) << mbits) | mant;
 	/* moderate: exponents around 1, so that sums carry and round */
