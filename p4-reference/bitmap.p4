@@ -3,11 +3,11 @@
  */
 
 /*
- * Admission, slot state of the Tofino subset and the verdict on a
- * contribution (docs/protocol.md, "Tofino subset"). Laid out for Tofino-1's
- * 12 stages: the 32 lane registers (processor.p4) take four stateful ALUs
- * in each of eight stages, so the state a lane needs must be known after
- * three: stage 0 looks the frame up (inca.p4), then
+ * Admission and slot state of the Tofino subset (docs/protocol.md, "Tofino
+ * subset"); verdict.p4 turns what they return into the verdict. Laid out
+ * for Tofino-1's 12 stages: the 32 lane registers (processor.p4) take four
+ * stateful ALUs in each of eight stages, so the state a lane needs must be
+ * known after three: stage 0 looks the frame up (inca.p4), then
  *
  *   stage 1  admit        one ternary table over the lookups' results: a
  *                         drop reason, a recirculation, or set_seq
@@ -15,9 +15,9 @@
  *   stage 3  remaining, max_exp and the first lanes, which all match on
  *            (lane_op, seen): what set_seq and set_bitmap returned
  *
- * and the verdict follows while the lanes run. Three stateful registers per
- * set (slot, SET flag), because a Tofino-1 stateful ALU returns one value
- * per access:
+ * and the verdict (verdict.p4) follows while the lanes run. Three stateful
+ * registers per set (slot, SET flag), because a Tofino-1 stateful ALU
+ * returns one value per access:
  *
  *   set_seq     the seq (+ 1) of the set's use: same use (lane op SAME),
  *               newer (FIRST: the use restarts, seq written) or older (NOP:
@@ -361,61 +361,5 @@ control Bitmap(inout inca_headers_t hdr, inout inca_ig_md_t md)
 		bits.apply();
 		tally.apply();
 		exponent.apply();
-
-		/* The verdict, while the lanes run. */
-		if (md.checked == 1) {
-			if (md.lane_op == INCA_LANE_NOP) {
-				if (md.from_parent == 1) {
-					md.reason = INCA_DROP_PARENT_STALE;
-				} else {
-					md.reason = INCA_DROP_STALE;
-				}
-			} else if (md.lane_op == INCA_LANE_PARENT) {
-				if (md.seen == 0) {
-					md.reason = INCA_DROP_PARENT_STALE;
-				} else {
-					md.verdict = INCA_V_COMPLETE;
-				}
-			} else if (md.lane_op == INCA_LANE_SAME && md.seen[30:0] != 0) {
-				/* Already counted: look at the set, change nothing. */
-				if (md.cnt != 0) {
-					md.reason = INCA_DROP_DUPLICATE;
-				} else if (md.seen[31:31] == 1) {
-					md.verdict = INCA_V_RESEND;
-				} else {
-					md.verdict = INCA_V_REPLAY;
-				}
-			} else if (md.cnt != 0) {
-				md.verdict = INCA_V_PENDING;
-			} else if (md.leaf == 1) {
-				md.verdict = INCA_V_PARTIAL;
-			} else {
-				md.verdict = INCA_V_COMPLETE;
-			}
-		}
-
-		/*
-		 * The RESULT keeps the contribution's job, token, slot, seq,
-		 * offset, count, dtype, op and its SET, LAST and BFP flags; RETX
-		 * marks a replay; its bitmap is every member. The rank is
-		 * rewritten per copy in egress. A leaf's partial stays a
-		 * CONTRIB, bitmap 0, RETX on a resend; egress puts it into the
-		 * parent's job, rank and session.
-		 */
-		if (md.checked == 1 && md.reason == INCA_DROP_NONE &&
-		    md.verdict != INCA_V_PENDING) {
-			hdr.inca.exp = (int<8>)(md.exp_out[7:0] ^ 8w0x80);
-			if (md.verdict == INCA_V_PARTIAL || md.verdict == INCA_V_RESEND) {
-				hdr.inca.bitmap = 0;
-			} else {
-				hdr.inca.type = INCA_MSG_RESULT;
-				hdr.inca.bitmap = md.members;
-			}
-			if (md.verdict == INCA_V_REPLAY || md.verdict == INCA_V_RESEND) {
-				hdr.inca.flags[1:1] = 1w1;
-			} else {
-				hdr.inca.flags[1:1] = 1w0;
-			}
-		}
 	}
 }

@@ -85,6 +85,7 @@ struct inca_eg_md_t {
 
 #include "parser.p4"
 #include "bitmap.p4"
+#include "verdict.p4"
 #include "processor.p4"
 #include "next_step.p4"
 #include "deparser.p4"
@@ -99,6 +100,7 @@ control Ingress(inout inca_headers_t hdr,
 	Counter<bit<32>, bit<8>>(INCA_DROP_REASONS, CounterType_t.PACKETS) drops;
 
 	Bitmap() bitmap;
+	Verdict() verdict;
 	NextStep() next_step;
 
 	Processor() lane00; Processor() lane01; Processor() lane02; Processor() lane03;
@@ -504,56 +506,17 @@ control Ingress(inout inca_headers_t hdr,
 				} else {
 					md.rank_mask = md.rank_bit;
 				}
-				/* Stages 1..4: admission, set state, verdict. */
+				/* Stages 1..3: admission and the set state. */
 				bitmap.apply(hdr, md);
-				if (md.go == INCA_GO_PARENT) {
-					hdr.inca.job = md.leaf_job;
-					hdr.inca.token = md.leaf_session;
-					hdr.inca.bitmap = md.leaf_members;
-					hdr.bridge.step = INCA_STEP_ENTER;
-					hdr.bridge.from_parent = 1;
-					ig_tm_md.ucast_egress_port = md.leaf_recirc;
-					ig_tm_md.bypass_egress = 1w1;
-				} else if (md.go == INCA_GO_HOME) {
-					hdr.bridge.step = INCA_STEP_ENTER;
-					ig_tm_md.ucast_egress_port = md.recirc_port;
-					ig_tm_md.bypass_egress = 1w1;
-				} else if (md.reason == INCA_DROP_NONE) {
-					hdr.bridge.step = INCA_STEP_CONSUME;
-					hdr.bridge.quarter = 0;
-					hdr.bridge.cls = md.cls;
-					hdr.bridge.verdict = md.verdict;
-					if ((md.verdict == INCA_V_PARTIAL ||
-					     md.verdict == INCA_V_RESEND) && md.up == 0) {
-						hdr.bridge.verdict = INCA_V_HOLD;
-					}
-					/* What the later consume passes of 256
-					 * elements do (processor.p4's first-pass
-					 * entries, settled). */
-					if (md.lane_op == INCA_LANE_SAME) {
-						if (md.seen[30:0] == 0) {
-							hdr.bridge.lane_op = INCA_LANE_ADD;
-						} else {
-							hdr.bridge.lane_op = INCA_LANE_READ_B;
-						}
-					} else {
-						hdr.bridge.lane_op = INCA_LANE_WRITE;
-					}
-					hdr.bridge.up_port = (bit<16>)md.up_port;
-					hdr.bridge.lane_idx0 = (bit<16>)md.lane_idx;
-					hdr.bridge.mgid = md.mgid;
-					hdr.bridge.rank = hdr.inca.rank;
-				}
-				/* The member matched on its VLAN; RESULTs get
-				 * theirs in egress, so later passes and egress
-				 * parse no tag. */
-				if (md.reason == INCA_DROP_NONE && hdr.vlan.isValid()) {
-					hdr.ethernet.ether_type = hdr.vlan.ether_type;
-					hdr.vlan.setInvalid();
-				}
 			}
 		}
 
+		/*
+		 * From here on only tables at the top level, no conditional
+		 * block (verdict.p4 says why): the lanes from stage 3, the
+		 * verdict, the RESULT header and the bridge header beside
+		 * them from stage 4, then the next step.
+		 */
 		lane00.apply(hdr.data0.e00, hdr.data1.e00, md);
 		lane01.apply(hdr.data0.e01, hdr.data1.e01, md);
 		lane02.apply(hdr.data0.e02, hdr.data1.e02, md);
@@ -587,9 +550,8 @@ control Ingress(inout inca_headers_t hdr,
 		lane30.apply(hdr.data0.e30, hdr.data1.e30, md);
 		lane31.apply(hdr.data0.e31, hdr.data1.e31, md);
 
-		if (md.reason == INCA_DROP_NONE) {
-			next_step.apply(hdr, md, ig_tm_md);
-		}
+		verdict.apply(hdr, md, ig_tm_md);
+		next_step.apply(hdr, md, ig_tm_md);
 		if (md.reason != INCA_DROP_NONE) {
 			ig_dprsr_md.drop_ctl = 0x1;
 			drops.count(md.reason);

@@ -31,11 +31,37 @@ control NextStep(inout inca_headers_t hdr,
 		 inout inca_ig_md_t md,
 		 inout ingress_intrinsic_metadata_for_tm_t ig_tm_md)
 {
-	action recirculate(in bit<8> step, in bit<8> quarter) {
+	action recirculate(bit<8> step) {
 		hdr.bridge.step = step;
-		hdr.bridge.quarter = quarter;
 		ig_tm_md.ucast_egress_port = md.recirc_port;
 		ig_tm_md.bypass_egress = 1w1;
+	}
+
+	/* A consume pass of 256 elements before the last: the next group. */
+	action next_group() {
+		hdr.data0.setInvalid();
+		hdr.data1.setInvalid();
+		hdr.bridge.quarter = hdr.bridge.quarter + 1;
+		recirculate(INCA_STEP_CONSUME);
+	}
+
+	/* The last consume pass: lanes b of its group stay, they are results. */
+	action first_harvest() {
+		hdr.data0.setInvalid();
+		recirculate(INCA_STEP_HARVEST_A);
+	}
+
+	action harvest_a() {
+		recirculate(INCA_STEP_HARVEST_A);
+	}
+
+	action harvest_b_below() {
+		hdr.bridge.quarter = hdr.bridge.quarter - 1;
+		recirculate(INCA_STEP_HARVEST_B);
+	}
+
+	action finish(bit<8> reason) {
+		md.reason = reason;
 	}
 
 	/* One copy per member: the PRE node of rank r has RID r. */
@@ -57,34 +83,54 @@ control NextStep(inout inca_headers_t hdr,
 		ig_tm_md.ucast_egress_port = hdr.bridge.up_port[8:0];
 	}
 
-	apply {
-		if (hdr.bridge.step == INCA_STEP_CONSUME) {
-			if (hdr.bridge.cls == INCA_CLASS_LARGE && hdr.bridge.quarter != 3) {
-				hdr.data0.setInvalid();
-				hdr.data1.setInvalid();
-				recirculate(INCA_STEP_CONSUME, hdr.bridge.quarter + 1);
-			} else if (hdr.bridge.verdict == INCA_V_PENDING) {
-				md.reason = INCA_DROP_CONSUMED;
-			} else if (hdr.bridge.verdict == INCA_V_HOLD) {
-				/* Counted (PARTIAL) but no parent session yet. */
-				md.reason = INCA_DROP_UPLINK_WAIT;
-			} else {
-				/* Lanes b of the last group stay: they are results. */
-				hdr.data0.setInvalid();
-				recirculate(INCA_STEP_HARVEST_A, hdr.bridge.quarter);
-			}
-		} else if (hdr.bridge.step == INCA_STEP_HARVEST_B) {
-			recirculate(INCA_STEP_HARVEST_A, hdr.bridge.quarter);
-		} else if (hdr.bridge.step == INCA_STEP_HARVEST_A) {
-			if (hdr.bridge.quarter != 0) {
-				recirculate(INCA_STEP_HARVEST_B, hdr.bridge.quarter - 1);
-			} else if (hdr.bridge.verdict == INCA_V_COMPLETE) {
-				multicast_result();
-			} else if (hdr.bridge.verdict == INCA_V_REPLAY) {
-				unicast_replay();
-			} else {
-				unicast_partial();
-			}
+	/*
+	 * One table, not nested conditions (verdict.p4 says why). A frame
+	 * already refused (reason set) goes nowhere; neither does one that
+	 * is not a contribution (step FORWARD, ENTER): no entry.
+	 */
+	table next_step {
+		key = {
+			md.reason : exact;
+			hdr.bridge.step : exact;
+			hdr.bridge.cls : ternary;
+			hdr.bridge.quarter : ternary;
+			hdr.bridge.verdict : ternary;
 		}
+		actions = {
+			next_group;
+			first_harvest;
+			harvest_a;
+			harvest_b_below;
+			finish;
+			multicast_result;
+			unicast_replay;
+			unicast_partial;
+			@defaultonly NoAction;
+		}
+		const entries = {
+			/* hdr.bridge.quarter != 3: groups 0..2 of 256 elements. */
+			(INCA_DROP_NONE, INCA_STEP_CONSUME, INCA_CLASS_LARGE, 0, _) : next_group();
+			(INCA_DROP_NONE, INCA_STEP_CONSUME, INCA_CLASS_LARGE, 1, _) : next_group();
+			(INCA_DROP_NONE, INCA_STEP_CONSUME, INCA_CLASS_LARGE, 2, _) : next_group();
+			(INCA_DROP_NONE, INCA_STEP_CONSUME, _, _, INCA_V_PENDING) :
+				finish(INCA_DROP_CONSUMED);
+			/* Counted (PARTIAL) but no parent session yet. */
+			(INCA_DROP_NONE, INCA_STEP_CONSUME, _, _, INCA_V_HOLD) :
+				finish(INCA_DROP_UPLINK_WAIT);
+			(INCA_DROP_NONE, INCA_STEP_CONSUME, _, _, _) : first_harvest();
+			(INCA_DROP_NONE, INCA_STEP_HARVEST_B, _, _, _) : harvest_a();
+			(INCA_DROP_NONE, INCA_STEP_HARVEST_A, _, 0, INCA_V_COMPLETE) :
+				multicast_result();
+			(INCA_DROP_NONE, INCA_STEP_HARVEST_A, _, 0, INCA_V_REPLAY) :
+				unicast_replay();
+			(INCA_DROP_NONE, INCA_STEP_HARVEST_A, _, 0, _) : unicast_partial();
+			(INCA_DROP_NONE, INCA_STEP_HARVEST_A, _, _, _) : harvest_b_below();
+		}
+		const default_action = NoAction();
+		size = 16;
+	}
+
+	apply {
+		next_step.apply();
 	}
 }

@@ -173,8 +173,8 @@ def check_calls(fail, log, ctl, text):
 
 def check_bfrt(fail, p4_dir, vectors, scenario):
     text = ''.join(strip_comments(open(os.path.join(p4_dir, f)).read()) for f in
-                   ('headers.p4', 'parser.p4', 'bitmap.p4', 'processor.p4', 'next_step.p4',
-                    'inca.p4'))
+                   ('headers.p4', 'parser.p4', 'bitmap.p4', 'verdict.p4', 'processor.p4',
+                    'next_step.p4', 'inca.p4'))
     ctl = p4_controls(text)
     log = []
     env = {'INCA_MANIFEST': os.path.join(vectors, 'vectors.json'), 'INCA_SCENARIO': scenario}
@@ -311,8 +311,8 @@ def check_tofino_ctl(fail, p4_dir, vectors, scenario):
     JOIN_ACK; the LEAVE starts a new incarnation (a new job entry)."""
     from scapy.all import UDP, rdpcap
     text = ''.join(strip_comments(open(os.path.join(p4_dir, f)).read()) for f in
-                   ('headers.p4', 'parser.p4', 'bitmap.p4', 'processor.p4', 'next_step.p4',
-                    'inca.p4'))
+                   ('headers.p4', 'parser.p4', 'bitmap.p4', 'verdict.p4', 'processor.p4',
+                    'next_step.p4', 'inca.p4'))
     ctl_p4 = p4_controls(text)
     mod = load_module('switch_ctl', os.path.join(p4_dir, 'control', 'switch_ctl.py'))
     man, sc = scenario_of(vectors, scenario)
@@ -386,8 +386,8 @@ def check_tofino_uplink(fail, p4_dir):
     pipe, all carrying it, and the previous session's entries are deleted
     by their keys."""
     text = ''.join(strip_comments(open(os.path.join(p4_dir, f)).read()) for f in
-                   ('headers.p4', 'parser.p4', 'bitmap.p4', 'processor.p4', 'next_step.p4',
-                    'inca.p4'))
+                   ('headers.p4', 'parser.p4', 'bitmap.p4', 'verdict.p4', 'processor.p4',
+                    'next_step.p4', 'inca.p4'))
     ctl_p4 = p4_controls(text)
     mod = load_module('switch_ctl', os.path.join(p4_dir, 'control', 'switch_ctl.py'))
     j = mod.Job({'id': 7, 'token': 0x77, 'nworkers': 3, 'pool_size': 4, 'elems': 64,
