@@ -158,15 +158,8 @@ control Verdict(inout inca_headers_t hdr,
 	}
 
 	action consume_hold(bit<8> lane_op) {
-		hdr.bridge.step = INCA_STEP_CONSUME;
-		hdr.bridge.quarter = 0;
-		hdr.bridge.cls = md.cls;
+		consume(lane_op);
 		hdr.bridge.verdict = INCA_V_HOLD;
-		hdr.bridge.lane_op = lane_op;
-		hdr.bridge.up_port = (bit<16>)md.up_port;
-		hdr.bridge.lane_idx0 = (bit<16>)md.lane_idx;
-		hdr.bridge.mgid = md.mgid;
-		hdr.bridge.rank = hdr.inca.rank;
 	}
 
 	table bridge_out {
