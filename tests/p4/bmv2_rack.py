@@ -53,6 +53,17 @@ ROOT_IP, ROOT_MAC, ROOT_PORT = '10.78.0.100', '02:00:00:00:dd:00', 10
 ROOT_JOB, ROOT_TOKEN, ROOT_EVICT_MS = 70, 0x524F4F54, 2000
 
 
+def wire_like(ex, dev):
+    """Make a veth end behave like a wire for the switch on the other end:
+    no checksum offload, segmentation or receive coalescing. libinca sends
+    with UDP GSO; with offloads on, a batch of datagrams crosses the veth
+    as one buffer and simple_switch (or incad's af_packet port) reads it
+    as one frame of up to 64 KB, which the switch drops, so every such
+    batch came through only by retransmission (tools/rack does the same)."""
+    sh(*ex, 'ethtool', '-K', dev, 'tx', 'off', 'rx', 'off', 'tso', 'off', 'gso', 'off',
+       'gro', 'off')
+
+
 class Rack(Rig):
     def __init__(self, args, leaf=False):
         super().__init__()
@@ -82,6 +93,8 @@ class Rack(Rig):
             sh(*w, 'ip', 'addr', 'add', '10.78.0.%d/24' % (10 + i), 'dev', 'eth0')
             sh(*w, 'ip', 'link', 'set', 'eth0', 'up')
             sh(*w, 'ip', 'link', 'set', 'lo', 'up')
+            wire_like(w, 'eth0')
+            wire_like(sw, 'swp%d' % (i + 1))
         if self.leaf:
             ports += self.setup_root(sw)
         sh(*sw, 'sysctl', '-qw', 'net.ipv6.conf.all.disable_ipv6=1')
@@ -124,6 +137,8 @@ class Rack(Rig):
         sh(*ex, 'ip', 'link', 'set', 'v0', 'up')
         sh(*ex, 'ip', 'link', 'set', 'lo', 'up')
         sh(*self.ex(self.sw_ns), 'ip', 'link', 'set', 'swp%d' % ROOT_PORT, 'up')
+        wire_like(ex, 'v0')
+        wire_like(self.ex(self.sw_ns), 'swp%d' % ROOT_PORT)
         conf = os.path.join(self.tmp, 'root.conf')
         with open(conf, 'w') as f:
             f.write('''mode = "aggregator";
@@ -203,7 +218,13 @@ jobs = ( { id = %d; tenant = "t"; nworkers = 1; pool_size = 32; max_elems = 64;
         report = None
         for line in outs[0].splitlines():
             if line.startswith('{"tool"'):
-                report = json.loads(line)
+                try:
+                    report = json.loads(line)
+                except ValueError:
+                    # An error message written into the report's line
+                    # (stderr is merged): no report, and the caller
+                    # shows the output.
+                    report = None
         return rcs, report, outs
 
     def counter(self, name, index):
