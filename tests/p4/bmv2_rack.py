@@ -239,6 +239,9 @@ jobs = ( { id = %d; tenant = "t"; nworkers = 1; pool_size = 32; max_elems = 64;
 
     def cleanup(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.leaf:
+            # EAL's runtime directory of the root incad (its --file-prefix).
+            shutil.rmtree('/var/run/dpdk/' + self.sw_ns[:-1] + 'root', ignore_errors=True)
 
 
 def check_run(rack, what, sizes, fails, **kw):
