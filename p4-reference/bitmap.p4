@@ -12,8 +12,8 @@
  *   stage 1  admit        one ternary table over the lookups' results: a
  *                         drop reason, a recirculation, or set_seq
  *   stage 2  set_bitmap   the sender's bit (or a parent's PARTIAL check)
- *   stage 3  remaining, max_exp and the first lanes, which all match on
- *            (lane_op, seen): what set_seq and set_bitmap returned
+ *   stage 3  remaining and max_exp, which, like the lanes (stages 4..11),
+ *            match on (lane_op, seen): what set_seq and set_bitmap returned
  *
  * and the verdict (verdict.p4) follows while the lanes run. Three stateful
  * registers per set (slot, SET flag), because a Tofino-1 stateful ALU

@@ -23,8 +23,8 @@
  * Jobs, members, slots and multicast groups are set up by the control plane:
  * control/setup_job.py; the layout and the resource budget are in README.md.
  * Laid out for Tofino-1's 12 stages: every lookup in stage 0, the admission
- * and set_seq in 1, set_bitmap in 2, the 32 lane registers from stage 3
- * (bitmap.p4; README.md, "How a contribution moves through the Tofino
+ * and set_seq in 1, set_bitmap in 2, remaining and max_exp in 3, the 32
+ * lane registers in 4..11 (bitmap.p4, verdict.p4; README.md, "How a contribution moves through the Tofino
  * pipe"). The suite p4 test tofino_compile checks that with p4c-barefoot.
  */
 
@@ -513,9 +513,9 @@ control Ingress(inout inca_headers_t hdr,
 
 		/*
 		 * From here on only tables at the top level, no conditional
-		 * block (verdict.p4 says why): the lanes from stage 3, the
-		 * verdict, the RESULT header and the bridge header beside
-		 * them from stage 4, then the next step.
+		 * block (verdict.p4 says why): the lanes in stages 4..11, and
+		 * beside them the verdict, the RESULT header, the bridge
+		 * header and the next step.
 		 */
 		lane00.apply(hdr.data0.e00, hdr.data1.e00, md);
 		lane01.apply(hdr.data0.e01, hdr.data1.e01, md);

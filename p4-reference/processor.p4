@@ -6,8 +6,8 @@
  * One lane pair of the accumulator: element i (lane a, in data0) and element
  * i + 32 (lane b, in data1) of a 64-element group share one 64-bit register
  * entry, as in SwitchML. The Tofino program instantiates 32 of these, four per
- * stage over eight stages (stages 3 to 11 with two of stage 3's stateful
- * ALUs left to remaining and max_exp), so one pass adds a whole group.
+ * stage over eight stages (p4c-barefoot places them in stages 4 to 11),
+ * so one pass adds a whole group.
  *
  * A Tofino-1 stateful ALU updates both 32-bit halves of an entry in one access
  * but returns one 32-bit word: a pass that adds returns lanes b, and lanes a

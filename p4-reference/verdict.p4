@@ -15,8 +15,8 @@
  * Written as nested conditions, the verdict and the bridge header were a
  * chain of gateways over stages 3..8, and the lanes, which follow them,
  * could only start in stage 8: 16 stages (README.md, "Status"). As tables
- * they need the stage after `remaining` (stage 4) and the one after that,
- * while the lanes, which read none of what they write, fill stages 3..11.
+ * they take stages 4..7 (the verdict first, then what depends on it),
+ * beside the lanes, which read none of what they write and fill 4..11.
  *
  * The rules, as bitmap.p4's table says them:
  *
