@@ -71,6 +71,7 @@ class Rack(Rig):
         self.leaf = leaf            # the switch is a tree leaf of an incad root
         tag = 'p4%s%d' % ('l' if leaf else 'r', os.getpid() % 100000)
         self.sw_ns = tag + 's'
+        self.root_ns = tag + 'root'  # the incad root's, and its EAL --file-prefix
         self.wk_ns = ['%sw%d' % (tag, i) for i in range(args.workers)]
         self.tmp = tempfile.mkdtemp(prefix='inca-bmv2-rack-')
 
@@ -128,7 +129,7 @@ class Rack(Rig):
     def setup_root(self, sw):
         """The root: incad on an af_packet port behind switch port 10, with
         a static job of one member (the switch) and the leaf's pool."""
-        ns = self.sw_ns[:-1] + 'root'
+        ns = self.root_ns
         ex = self.netns(ns)
         sh(*self.ex(self.sw_ns), 'ip', 'link', 'add', 'swp%d' % ROOT_PORT, 'type', 'veth',
            'peer', 'name', 'v0', 'netns', ns)
@@ -240,8 +241,8 @@ jobs = ( { id = %d; tenant = "t"; nworkers = 1; pool_size = 32; max_elems = 64;
     def cleanup(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
         if self.leaf:
-            # EAL's runtime directory of the root incad (its --file-prefix).
-            shutil.rmtree('/var/run/dpdk/' + self.sw_ns[:-1] + 'root', ignore_errors=True)
+            # EAL's runtime directory of the root incad.
+            shutil.rmtree('/var/run/dpdk/' + self.root_ns, ignore_errors=True)
 
 
 def check_run(rack, what, sizes, fails, **kw):

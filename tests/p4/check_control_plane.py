@@ -113,6 +113,16 @@ class Recorder:
         return Recorder(self._log, self._path + ('()',))
 
 
+# The files of the Tofino program (inca.p4 and what it includes).
+TNA_FILES = ('headers.p4', 'parser.p4', 'bitmap.p4', 'verdict.p4', 'processor.p4',
+             'next_step.p4', 'inca.p4')
+
+
+def tna_text(p4_dir):
+    """The Tofino program's source, comments stripped."""
+    return ''.join(strip_comments(open(os.path.join(p4_dir, f)).read()) for f in TNA_FILES)
+
+
 def check_calls(fail, log, ctl, text):
     """Every bfrt call recorded in @log must name what the P4 has, with the
     right keys and parameters. Returns ({(table, action): adds}, PRE nodes)."""
@@ -172,9 +182,7 @@ def check_calls(fail, log, ctl, text):
 
 
 def check_bfrt(fail, p4_dir, vectors, scenario):
-    text = ''.join(strip_comments(open(os.path.join(p4_dir, f)).read()) for f in
-                   ('headers.p4', 'parser.p4', 'bitmap.p4', 'verdict.p4', 'processor.p4',
-                    'next_step.p4', 'inca.p4'))
+    text = tna_text(p4_dir)
     ctl = p4_controls(text)
     log = []
     env = {'INCA_MANIFEST': os.path.join(vectors, 'vectors.json'), 'INCA_SCENARIO': scenario}
@@ -310,9 +318,7 @@ def check_tofino_ctl(fail, p4_dir, vectors, scenario):
     liveness pass. Every call must fit inca.p4; every member gets a
     JOIN_ACK; the LEAVE starts a new incarnation (a new job entry)."""
     from scapy.all import UDP, rdpcap
-    text = ''.join(strip_comments(open(os.path.join(p4_dir, f)).read()) for f in
-                   ('headers.p4', 'parser.p4', 'bitmap.p4', 'verdict.p4', 'processor.p4',
-                    'next_step.p4', 'inca.p4'))
+    text = tna_text(p4_dir)
     ctl_p4 = p4_controls(text)
     mod = load_module('switch_ctl', os.path.join(p4_dir, 'control', 'switch_ctl.py'))
     man, sc = scenario_of(vectors, scenario)
@@ -385,9 +391,7 @@ def check_tofino_uplink(fail, p4_dir):
     uplink leaf_up entry, one parent_addr entry and a parent entry in every
     pipe, all carrying it, and the previous session's entries are deleted
     by their keys."""
-    text = ''.join(strip_comments(open(os.path.join(p4_dir, f)).read()) for f in
-                   ('headers.p4', 'parser.p4', 'bitmap.p4', 'verdict.p4', 'processor.p4',
-                    'next_step.p4', 'inca.p4'))
+    text = tna_text(p4_dir)
     ctl_p4 = p4_controls(text)
     mod = load_module('switch_ctl', os.path.join(p4_dir, 'control', 'switch_ctl.py'))
     j = mod.Job({'id': 7, 'token': 0x77, 'nworkers': 3, 'pool_size': 4, 'elems': 64,

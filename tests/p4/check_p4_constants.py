@@ -223,8 +223,7 @@ def check_programs(ck, p4_dir, consts, c):
             list(range(4 - 1)))
     # Every INCA_* name a program uses is defined in headers.p4 or the file.
     for path in ("inca.p4", "parser.p4", "bitmap.p4", "verdict.p4", "processor.p4",
-                 "next_step.p4",
-                 "deparser.p4", "v1model/inca_v1model.p4"):
+                 "next_step.p4", "deparser.p4", "v1model/inca_v1model.p4"):
         text = strip_comments(open(p4_dir + "/" + path).read())
         local = p4_consts(text)
         for name in sorted(set(re.findall(r"\bINCA_[A-Z0-9_]+\b", text))):
